@@ -1,0 +1,1 @@
+"""numba kernels: plain functions over the System arrays, no Python objects in the hot path."""

@@ -1,0 +1,36 @@
+"""Mechanical energies [J] (numba): kinetic, gravitational potential, strain, and spring."""
+
+import numpy as np
+from numba import njit
+
+from .dynamics import assemble
+from .kinematics import marker_world
+from .rotations import JIT
+
+
+@njit(**JIT)
+def energies(S, W, t, q, u, inputs, out):
+    """out = [kinetic, gravity potential, strain, spring]. q, u hold prescribed values."""
+    assemble(S, W, t, q, u, inputs)
+    out[0] = 0.5 * (u @ (W.M @ u))
+    vg = 0.0
+    ve = 0.0
+    for b in range(S.nb):
+        n = S.nm[b]
+        eta = q[S.eq[b]:S.eq[b] + n]
+        s = S.S0[b] + S.Sb[b, :, :n] @ eta
+        s[0] -= 0.5 * (eta @ (S.Ga[b, :n, :n] @ eta))
+        vg -= S.gravity @ (S.mass[b] * W.r[b] + W.A[b] @ s)
+        ve += 0.5 * (eta @ (S.Ke[b, :n, :n] @ eta))
+    out[1] = vg
+    out[2] = ve
+    vs = 0.0
+    for c in range(S.nv):
+        if S.uq[c] >= 0:
+            vs += 0.5 * S.k_spring[c] * (q[S.uq[c]] - S.q_preload[c]) ** 2
+    for k in range(S.sd_a.shape[0]):
+        marker_world(S, W, S.sd_a[k], q, u, W.l_r, W.l_A, W.l_v, W.l_w, W.l_Jv, W.l_Jw, W.l_a, W.l_al, False)
+        marker_world(S, W, S.sd_b[k], q, u, W.l_r2, W.l_A2, W.l_v2, W.l_w2, W.l_Jv2, W.l_Jw2, W.l_a, W.l_al, False)
+        d = W.l_r2 - W.l_r
+        vs += 0.5 * S.sd_k[k] * (np.sqrt(d @ d) - S.sd_l0[k]) ** 2
+    out[3] = vs

@@ -1,0 +1,52 @@
+"""Output sampling (numba): accelerations, drive torques, energies and sensor frames."""
+
+import numpy as np
+from numba import njit
+
+from .dynamics import MOTION, SERVO, TORQUE, accelerations, apply_prescribed
+from .energy import energies
+from .kinematics import marker_world
+from .profiles import evaluate
+from .rotations import JIT
+
+
+@njit(**JIT)
+def drive_torques(S, W, t, q, u, inputs, tau):
+    """Torque [N m] (force [N]) each drive applies on its coordinate; NaN where no drive."""
+    for c in range(S.nv):
+        d = S.drive[c]
+        if d == MOTION:
+            tau[c] = W.tau_drive[c]
+        elif d == TORQUE:
+            tau[c] = inputs[S.drive_in[c]]
+        elif d == SERVO:
+            p = S.drive_prof[c]
+            qr, qdr, _ = evaluate(S.prof_code[p], S.prof_par[p], S.prof_t[p], S.prof_c[p], S.prof_n[p], inputs, t)
+            tau[c] = S.kp[c] * (qr - q[S.uq[c]]) + S.kd[c] * (qdr - u[c])
+        else:
+            tau[c] = np.nan
+
+
+@njit(**JIT)
+def sample(S, W, sensors, t, X, inputs, Xout, Ud, Tau, En, Sens):
+    """For each time t[k] and state X[k]: Xout[k] = state with exact prescribed values,
+    Ud[k] = udot, Tau[k] = drive torques, En[k] = energies, Sens[k, s] = sensor s as
+    [r (3), v (3), R row-major (9), w (3)] in the world frame."""
+    nq = S.nq
+    r, A, v, w = W.l_r, W.l_A, W.l_v, W.l_w
+    for k in range(t.size):
+        q = Xout[k, :nq]
+        u = Xout[k, nq:]
+        q[:] = X[k, :nq]
+        u[:] = X[k, nq:]
+        apply_prescribed(S, t[k], q, u, inputs[k])
+        accelerations(S, W, t[k], q, u, inputs[k], Ud[k])
+        drive_torques(S, W, t[k], q, u, inputs[k], Tau[k])
+        energies(S, W, t[k], q, u, inputs[k], En[k])
+        for s in range(sensors.size):
+            marker_world(S, W, sensors[s], q, u, r, A, v, w, W.l_Jv, W.l_Jw, W.l_a, W.l_al, False)
+            Sens[k, s, 0:3] = r
+            Sens[k, s, 3:6] = v
+            for i in range(3):
+                Sens[k, s, 6 + 3 * i:9 + 3 * i] = A[i]
+            Sens[k, s, 15:18] = w

@@ -1,0 +1,61 @@
+"""Prescribed motion profiles q(t), qd(t), qdd(t) with exact derivatives (numba).
+
+Codes match flexmbs.model.PROFILE_TYPES order. Parameters live in a fixed-width row `par`;
+tables are cubic-spline coefficient rows (t_k, c0..c3 for t in [t_k, t_k+1]).
+"""
+
+import numpy as np
+from numba import njit
+
+from .rotations import JIT
+
+CONSTANT, RAMP, SINE, TABLE, SPIN_UP, INPUT = 0, 1, 2, 3, 4, 5
+NPAR = 6
+
+
+@njit(**JIT)
+def _quintic(s):
+    """Smooth step 10s^3 - 15s^4 + 6s^5 on [0, 1] and its first two derivatives."""
+    s2 = s * s
+    return s2 * s * (10.0 - 15.0 * s + 6.0 * s2), 30.0 * s2 * (1.0 - 2.0 * s + s2), 60.0 * s * (1.0 - 3.0 * s + 2.0 * s2)
+
+
+@njit(**JIT)
+def evaluate(code, par, tab_t, tab_c, ntab, inputs, t):
+    """Return (q, qd, qdd) of one profile at time t [s]."""
+    if code == CONSTANT:
+        return par[0], 0.0, 0.0
+    if code == RAMP:
+        q0, q1, t0, t1 = par[0], par[1], par[2], par[3]
+        if t <= t0:
+            return q0, 0.0, 0.0
+        if t >= t1:
+            return q1, 0.0, 0.0
+        d = t1 - t0
+        p, dp, ddp = _quintic((t - t0) / d)
+        return q0 + (q1 - q0) * p, (q1 - q0) * dp / d, (q1 - q0) * ddp / (d * d)
+    if code == SINE:
+        off, amp, f, ph = par[0], par[1], par[2], par[3]
+        w = 2.0 * np.pi * f
+        arg = w * t + ph
+        return off + amp * np.sin(arg), amp * w * np.cos(arg), -amp * w * w * np.sin(arg)
+    if code == TABLE:
+        if t <= tab_t[0]:
+            return tab_c[0, 0], 0.0, 0.0
+        if t >= tab_t[ntab - 1]:
+            return tab_c[ntab - 1, 0], 0.0, 0.0
+        k = np.searchsorted(tab_t[:ntab], t) - 1
+        s = t - tab_t[k]
+        c0, c1, c2, c3 = tab_c[k, 0], tab_c[k, 1], tab_c[k, 2], tab_c[k, 3]
+        return c0 + s * (c1 + s * (c2 + s * c3)), c1 + s * (2.0 * c2 + 3.0 * s * c3), 2.0 * c2 + 6.0 * s * c3
+    if code == SPIN_UP:
+        ws, ts = par[0], par[1]
+        if t >= ts:
+            return ws * (t - 0.5 * ts), ws, 0.0
+        w = 2.0 * np.pi / ts
+        q = ws / ts * (0.5 * t * t + (np.cos(w * t) - 1.0) / (w * w))
+        qd = ws / ts * (t - np.sin(w * t) / w)
+        qdd = ws / ts * (1.0 - np.cos(w * t))
+        return q, qd, qdd
+    i = int(par[0])
+    return inputs[i], inputs[i + 1], inputs[i + 2]

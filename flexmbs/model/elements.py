@@ -1,0 +1,295 @@
+"""User-facing model objects: what the engineer wrote, before compilation.
+
+Conventions (all SI units):
+- Every body has a body frame B. Rigid bodies: any frame the user chooses; the centre of mass
+  and inertia are given in it. Beams: origin at the root (the clamped reference node), x along
+  the beam axis, y and z the section axes. Superelements: the frame of the FE node coordinates.
+- A marker is a frame fixed on a body (on a flexible body it moves with the deformation at its
+  station or node). `position` is r_BM, the marker origin in the body frame [m]; `rotation` is
+  the direction-cosine matrix R_BM from marker to body frame.
+- A joint connects a marker P on the parent to a marker C on the child; at zero joint
+  coordinates the two marker frames coincide. Joint axes are given in the parent marker frame.
+- The fixed ground is the body named "ground"; its frame is the world frame W, z up by default
+  only through the gravity vector the user gives.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, Optional, Sequence, Union
+
+import numpy as np
+
+GROUND = "ground"
+
+JointType = Literal[
+    "revolute", "prismatic", "cylindrical", "universal", "spherical", "planar", "free", "fixed"
+]
+JOINT_TYPES: tuple[str, ...] = (
+    "revolute", "prismatic", "cylindrical", "universal", "spherical", "planar", "free", "fixed"
+)
+# Number of position coordinates q and velocity coordinates u per joint type.
+JOINT_NQ = {"revolute": 1, "prismatic": 1, "cylindrical": 2, "universal": 2, "spherical": 4,
+            "planar": 3, "free": 7, "fixed": 0}
+JOINT_NV = {"revolute": 1, "prismatic": 1, "cylindrical": 2, "universal": 2, "spherical": 3,
+            "planar": 3, "free": 6, "fixed": 0}
+PROFILE_TYPES: tuple[str, ...] = ("constant", "ramp", "sine", "table", "spin_up", "input")
+METHODS: tuple[str, ...] = ("rk4", "dopri5", "implicit")
+
+
+@dataclass
+class Marker:
+    """A frame on a body. Give `position`/`rotation` on rigid bodies and the ground, and `x`
+    (station along the beam [m]) or `node` (FE node index) on flexible bodies."""
+
+    name: str
+    position: Sequence[float] = (0.0, 0.0, 0.0)
+    rotation: Optional[Sequence[Sequence[float]]] = None
+    x: Optional[float] = None
+    node: Optional[int] = None
+
+
+@dataclass
+class Section:
+    """Beam cross-section. shape: rectangle (width, height), circle (diameter), tube
+    (outer_diameter, thickness), box_tube (width, height, thickness) or explicit (A [m^2],
+    Iy, Iz [m^4] second moments about y and z, J [m^4] torsion constant). Lengths in m."""
+
+    shape: Literal["rectangle", "circle", "tube", "box_tube", "explicit"]
+    width: Optional[float] = None
+    height: Optional[float] = None
+    diameter: Optional[float] = None
+    outer_diameter: Optional[float] = None
+    thickness: Optional[float] = None
+    A: Optional[float] = None
+    Iy: Optional[float] = None
+    Iz: Optional[float] = None
+    J: Optional[float] = None
+
+
+@dataclass
+class Material:
+    """Isotropic material: E [Pa], rho [kg/m^3], and G [Pa] or Poisson's ratio nu."""
+
+    E: float
+    rho: float
+    G: Optional[float] = None
+    nu: Optional[float] = None
+
+    @property
+    def shear_modulus(self) -> float:
+        if self.G is not None:
+            return self.G
+        return self.E / (2.0 * (1.0 + (0.3 if self.nu is None else self.nu)))
+
+
+@dataclass
+class Damping:
+    """Structural damping of a flexible body: stiffness-proportional D = alpha K [s] and/or
+    modal damping ratios zeta_k (one per kept mode, or one value for all)."""
+
+    stiffness_proportional: float = 0.0
+    modal: Sequence[float] = ()
+
+
+@dataclass
+class Body:
+    """A rigid body, a beam or a superelement.
+
+    Rigid: mass [kg], com r_BC [m], inertia about the centre of mass in body axes [kg m^2]
+    given as [Ixx, Iyy, Izz] or [Ixx, Iyy, Izz, Ixy, Ixz, Iyz] (tensor components, Ixy = -∫xy dm)
+    or a 3x3 matrix.
+    Beam: length [m], elements, modes, material, section, tip_mass [kg], tip_inertia about the
+    tip point [kg m^2], rotary_inertia of bending, geometric_stiffening (default on), damping,
+    segments: split into this many floating frames joined rigidly (a corotational chain).
+    Superelement: file (.npz with M, K, nodes) or mass_file/stiffness_file (Matrix Market) and
+    nodes_file; reference_nodes clamped for the constrained modes; modes.
+    """
+
+    name: str
+    type: Literal["rigid", "beam", "superelement"] = "rigid"
+    markers: list[Marker] = field(default_factory=list)
+    mass: Optional[float] = None
+    com: Sequence[float] = (0.0, 0.0, 0.0)
+    inertia: Optional[Sequence] = None
+    length: Optional[float] = None
+    elements: int = 4
+    modes: int = 4
+    material: Optional[Material] = None
+    section: Optional[Section] = None
+    tip_mass: float = 0.0
+    tip_inertia: Optional[Sequence] = None
+    rotary_inertia: bool = False
+    geometric_stiffening: bool = True
+    segments: int = 1
+    damping: Damping = field(default_factory=Damping)
+    file: Optional[str] = None
+    mass_file: Optional[str] = None
+    stiffness_file: Optional[str] = None
+    nodes_file: Optional[str] = None
+    dofs_per_node: int = 6
+    reference_nodes: Sequence[int] = (0,)
+
+
+@dataclass
+class Profile:
+    """A prescribed time function q(t) with exact derivatives qd, qdd.
+
+    constant: value. ramp: quintic from q0 to q1 over [t0, t1] (zero velocity and acceleration
+    at both ends). sine: offset + amplitude sin(2 pi frequency t + phase) (frequency [Hz], phase
+    [rad]). table: times and values, interpolated by a C2 cubic spline (clamped, zero end slope),
+    held constant outside. spin_up: seed 004 eq. 9.18 angle with final rate omega_s [rad/s]
+    reached at t_s [s]. input: taken from the model inputs at run time (FMU).
+    """
+
+    type: Literal["constant", "ramp", "sine", "table", "spin_up", "input"]
+    value: float = 0.0
+    q0: float = 0.0
+    q1: float = 0.0
+    t0: float = 0.0
+    t1: float = 1.0
+    offset: float = 0.0
+    amplitude: float = 0.0
+    frequency: float = 0.0
+    phase: float = 0.0
+    times: Sequence[float] = ()
+    values: Sequence[float] = ()
+    omega_s: float = 0.0
+    t_s: float = 1.0
+
+
+@dataclass
+class Drive:
+    """How a single-coordinate joint is driven.
+
+    passive: no drive. torque: a joint torque [N m] (force [N] for prismatic) from the input
+    named `<joint>.tau` (value `torque` until set). motion: q follows `profile` exactly; the
+    driving torque is an output. servo: PD servo with motor inertia (seed 000 Ch. 3),
+    tau = kp (q_ref - q) + kd (qd_ref - qd), motor_inertia [kg m^2] reflected to the joint side.
+    """
+
+    type: Literal["passive", "torque", "motion", "servo"] = "passive"
+    torque: float = 0.0
+    profile: Optional[Profile] = None
+    kp: float = 0.0
+    kd: float = 0.0
+    motor_inertia: float = 0.0
+
+
+@dataclass
+class Spring:
+    """Joint spring-damper on each joint coordinate: tau = -stiffness (q - preload) - damping qd.
+    Units N m/rad and N m s/rad (N/m, N s/m for translations)."""
+
+    stiffness: float = 0.0
+    damping: float = 0.0
+    preload: float = 0.0
+
+
+@dataclass
+class Joint:
+    """Joint between parent marker and child marker. axis (revolute, prismatic, cylindrical,
+    the first axis of universal, the plane normal of planar) and axis2 (second universal axis,
+    in the frame after the first rotation; first in-plane axis of planar) in the parent marker
+    frame, unit vectors. rotor_inertia [kg m^2]: inertia that turns with the joint coordinate
+    but belongs to no body (bearings, a motor rotor reflected through its gearbox); it adds to
+    the joint's diagonal mass entry. q0/qd0: initial coordinates/velocities (spherical: q0 is a unit
+    quaternion [w, x, y, z] or a rotation vector [rad]; free: position [m] then orientation)."""
+
+    name: str
+    type: JointType
+    parent: str
+    parent_marker: str
+    child: str
+    child_marker: str
+    axis: Sequence[float] = (0.0, 0.0, 1.0)
+    axis2: Sequence[float] = (0.0, 1.0, 0.0)
+    q0: Sequence[float] = ()
+    qd0: Sequence[float] = ()
+    spring: Optional[Spring] = None
+    drive: Drive = field(default_factory=Drive)
+    rotor_inertia: float = 0.0
+
+
+@dataclass
+class Load:
+    """point_force: force [N] and torque [N m] on `marker` of `body`, in `frame` (world or
+    body). spring_damper: between marker_a and marker_b ('body.marker'), stiffness [N/m],
+    damping [N s/m], rest_length [m]."""
+
+    type: Literal["point_force", "spring_damper"]
+    name: str = ""
+    body: Optional[str] = None
+    marker: Optional[str] = None
+    force: Sequence[float] = (0.0, 0.0, 0.0)
+    torque: Sequence[float] = (0.0, 0.0, 0.0)
+    frame: Literal["world", "body"] = "world"
+    marker_a: Optional[str] = None
+    marker_b: Optional[str] = None
+    stiffness: float = 0.0
+    damping: float = 0.0
+    rest_length: float = 0.0
+
+
+@dataclass
+class Sensor:
+    """Outputs position, velocity and orientation of a marker in the world frame."""
+
+    name: str
+    body: str
+    marker: str
+
+
+@dataclass
+class Solver:
+    """method: rk4 (fixed step h [s]), dopri5 (adaptive, rtol/atol), implicit (adaptive
+    L-stable TR-BDF2 with Newton, for stiff flexible models). max_step [s] bounds the internal
+    step of the adaptive methods; output_step [s] is the sampling of results."""
+
+    method: Literal["rk4", "dopri5", "implicit"] = "dopri5"
+    step: float = 1e-3
+    rtol: float = 1e-6
+    atol: Optional[float] = None
+    max_step: float = 1e-2
+    output_step: float = 1e-2
+
+
+@dataclass
+class Model:
+    """A mechanism: bodies connected by a tree of joints, with loads and sensors."""
+
+    name: str = "model"
+    description: str = ""
+    gravity: Sequence[float] = (0.0, 0.0, -9.81)
+    ground_markers: list[Marker] = field(default_factory=lambda: [Marker("origin")])
+    bodies: list[Body] = field(default_factory=list)
+    joints: list[Joint] = field(default_factory=list)
+    loads: list[Load] = field(default_factory=list)
+    sensors: list[Sensor] = field(default_factory=list)
+    solver: Solver = field(default_factory=Solver)
+    source: Optional[str] = None
+
+    def body(self, name: str) -> Body:
+        for b in self.bodies:
+            if b.name == name:
+                return b
+        raise KeyError(f"no body named {name!r}; known bodies: {', '.join(b.name for b in self.bodies)}")
+
+    def joint(self, name: str) -> Joint:
+        for j in self.joints:
+            if j.name == name:
+                return j
+        raise KeyError(f"no joint named {name!r}; known joints: {', '.join(j.name for j in self.joints)}")
+
+
+def rotation_matrix(spec: Optional[Union[Sequence[Sequence[float]], dict]]) -> np.ndarray:
+    """R_BM from a 3x3 matrix, or {axis: [..], angle: deg}. None -> identity."""
+    if spec is None:
+        return np.eye(3)
+    if isinstance(spec, dict):
+        axis = np.asarray(spec["axis"], dtype=float)
+        axis = axis / np.linalg.norm(axis)
+        ang = np.deg2rad(float(spec.get("angle", 0.0)))
+        k = np.array([[0, -axis[2], axis[1]], [axis[2], 0, -axis[0]], [-axis[1], axis[0], 0]])
+        return np.eye(3) + np.sin(ang) * k + (1 - np.cos(ang)) * k @ k
+    return np.asarray(spec, dtype=float).reshape(3, 3)

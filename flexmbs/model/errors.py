@@ -1,0 +1,115 @@
+"""Model errors: every problem found in a model, each pointing at the entry and, for YAML
+models, at file:line.
+
+A location (`Loc`) is the chain of keys and list indices from the top of the model, in the
+YAML layout: ("joints", 1, "parent_marker"), ("ground", "markers", 0, "position"). It is
+shown with the names of list entries: joints[1] 'elbow'.parent_marker.
+"""
+
+from __future__ import annotations
+
+import difflib
+import reprlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Iterable, Optional, Union
+
+Loc = tuple[Union[str, int], ...]
+
+
+@dataclass(frozen=True)
+class Issue:
+    """One problem: where (path, and file/line when known) and what is wrong."""
+
+    path: str
+    message: str
+    file: Optional[str] = None
+    line: Optional[int] = None
+
+    def __str__(self) -> str:
+        where = ""
+        if self.file is not None:
+            where = f"{self.file}:{self.line}: " if self.line is not None else f"{self.file}: "
+        return f"{where}{self.path}: {self.message}" if self.path else f"{where}{self.message}"
+
+
+class ModelError(ValueError):
+    """A model is invalid; `issues` lists every problem found, `str()` shows one per line."""
+
+    def __init__(self, issues: Iterable[Issue]) -> None:
+        self.issues = list(issues)
+        super().__init__("\n".join(str(issue) for issue in self.issues))
+
+
+def unknown(subject: str, value: object, choices: Iterable[str], label: str) -> str:
+    """Message for a name that is not among `choices`, with a suggestion when one is close:
+    "unknown <subject> (did you mean 'x'?); <label>: a, b, c"."""
+    choices = list(dict.fromkeys(str(c) for c in choices))
+    close = difflib.get_close_matches(str(value), choices, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return f"unknown {subject}{hint}; {label}: {', '.join(choices) or '(none)'}"
+
+
+def show(value: object) -> str:
+    """A short repr of a user value for messages."""
+    return reprlib.repr(value)
+
+
+def format_path(root: Any, loc: Loc) -> str:
+    """joints[1] 'elbow'.parent_marker: list indices are followed by the entry's name, looked
+    up in `root` (nested dicts/lists as loaded from YAML, or dataclass objects)."""
+    text, node = "", root
+    for key in loc:
+        node = _child(node, key)
+        if isinstance(key, int):
+            name = _child(node, "name")
+            text += f"[{key}] {name!r}" if isinstance(name, str) and name else f"[{key}]"
+        else:
+            text += f".{key}" if text else key
+    return text
+
+
+def _child(node: Any, key: Union[str, int]) -> Any:
+    if isinstance(node, Mapping):
+        return node.get(key)
+    if isinstance(key, int):
+        in_range = isinstance(node, (list, tuple)) and -len(node) <= key < len(node)
+        return node[key] if in_range else None
+    return getattr(node, key, None)
+
+
+class Report:
+    """Collects the issues of one model, then raises them all together.
+
+    `lines` maps locations to YAML line numbers (filled by the loader); an issue takes the line
+    of its location or of the nearest enclosing one. An issue at or below a location that
+    already has one is dropped: it would only be a consequence (e.g. a value rejected while
+    loading is not checked again by the validator)."""
+
+    def __init__(self, file: Optional[str] = None) -> None:
+        self.file = file
+        self.lines: dict[Loc, int] = {}
+        self._found: list[tuple[Loc, str, Loc, Optional[int]]] = []
+
+    def add(self, loc: Loc, message: str, at: Optional[Loc] = None,
+            line: Optional[int] = None) -> None:
+        """Record `message` for the entry at `loc`; `at` is the exact spot (e.g. a key inside
+        the entry) when it is deeper than the path to show; `line` overrides its line."""
+        at = loc if at is None else at
+        if not any(at[: len(seen)] == seen for _, _, seen, _ in self._found):
+            self._found.append((loc, message, at, line))
+
+    def line(self, loc: Loc) -> Optional[int]:
+        """The YAML line of `loc` or of its nearest enclosing location."""
+        for n in range(len(loc), -1, -1):
+            if loc[:n] in self.lines:
+                return self.lines[loc[:n]]
+        return None
+
+    def raise_if_any(self, names: Any) -> None:
+        """Raise ModelError with all issues, sorted by line; `names` is the model (or its
+        YAML data) used to show entry names in paths."""
+        issues = [Issue(format_path(names, loc), message, self.file, line or self.line(at))
+                  for loc, message, at, line in self._found]
+        if issues:
+            raise ModelError(sorted(issues, key=lambda issue: issue.line or 0))

@@ -1,0 +1,591 @@
+"""Checks of a Model, built in Python or loaded from YAML.
+
+Every problem is reported, each naming the entry and field, what is wrong and what was
+expected (with the valid choices where there is a finite set), and raised together as one
+ModelError. Locations follow the YAML layout (see errors.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import numbers
+import os
+from typing import Any, Iterable, Optional, Sequence, get_args, get_type_hints
+
+import numpy as np
+
+from .elements import (GROUND, JOINT_NQ, JOINT_NV, Body, Damping, Drive, Joint, Load, Marker,
+                       Material, Model, Profile, Section, Sensor, Solver, Spring)
+from .errors import Loc, Report, show, unknown
+
+SUPERELEMENT_FILES = ("file", "mass_file", "stiffness_file", "nodes_file")
+UNIT_TOL = 1e-6      # |axis| within this of 1; |axis . axis2|; |R^T R - I|
+INERTIA_TOL = 1e-9   # relative, for symmetry and the triangle inequality
+
+# Fields that apply to each variant (all others must keep their defaults).
+_BODY_FIELDS = {
+    "rigid": ("mass", "com", "inertia"),
+    "beam": ("length", "elements", "modes", "material", "section", "tip_mass", "tip_inertia",
+             "rotary_inertia", "geometric_stiffening", "segments", "damping"),
+    "superelement": (*SUPERELEMENT_FILES, "dofs_per_node", "reference_nodes", "modes", "damping"),
+}
+_MARKER_FIELDS = {"rigid": ("position", "rotation"), "beam": ("x", "node", "rotation"),
+                  "superelement": ("node", "rotation")}
+_SECTION_FIELDS = {"rectangle": ("width", "height"), "circle": ("diameter",),
+                   "tube": ("outer_diameter", "thickness"),
+                   "box_tube": ("width", "height", "thickness"), "explicit": ("A", "Iy", "Iz", "J")}
+_PROFILE_FIELDS = {"constant": ("value",), "ramp": ("q0", "q1", "t0", "t1"),
+                   "sine": ("offset", "amplitude", "frequency", "phase"),
+                   "table": ("times", "values"), "spin_up": ("omega_s", "t_s"), "input": ()}
+_DRIVE_FIELDS = {"passive": (), "torque": ("torque",), "motion": ("profile",),
+                 "servo": ("profile", "kp", "kd", "motor_inertia")}
+_LOAD_FIELDS = {"point_force": ("body", "marker", "force", "torque", "frame"),
+                "spring_damper": ("marker_a", "marker_b", "stiffness", "damping", "rest_length")}
+# Axes used per joint type, and the accepted q0 sizes where there is more than one form.
+_JOINT_AXES = {"revolute": ("axis",), "prismatic": ("axis",), "cylindrical": ("axis",),
+               "universal": ("axis", "axis2"), "planar": ("axis", "axis2")}
+_Q0_FORMS = {"spherical": {4: "quaternion w, x, y, z", 3: "rotation vector"},
+             "free": {7: "position and quaternion", 6: "position and rotation vector"}}
+_INERTIA_FORMS = "[Ixx, Iyy, Izz], [Ixx, Iyy, Izz, Ixy, Ixz, Iyz] or a 3x3 matrix"
+_NUMBER_KINDS = {"finite": ("a finite number", lambda v: True),
+                 "positive": ("a positive finite number", lambda v: v > 0),
+                 "non-negative": ("a non-negative finite number", lambda v: v >= 0)}
+
+
+def validate(model: Model) -> None:
+    """Raise ModelError listing every problem of `model`; return None if it is valid."""
+    report = Report(model.source)
+    check_model(model, report)
+    report.raise_if_any(names={**vars(model), "ground": {"markers": model.ground_markers}})
+
+
+def check_model(model: Model, report: Report) -> None:
+    """Add every problem of `model` to `report` (the loader shares its report)."""
+    _Checker(model, report).run()
+
+
+def inertia_matrix(spec: Sequence) -> np.ndarray:
+    """3x3 inertia tensor from [Ixx, Iyy, Izz], [Ixx, Iyy, Izz, Ixy, Ixz, Iyz] or a 3x3
+    matrix. Raises ValueError for any other shape."""
+    values = np.asarray(spec, dtype=float)
+    if values.shape == (3, 3):
+        return values
+    if values.shape == (3,):
+        return np.diag(values)
+    if values.shape == (6,):
+        ixx, iyy, izz, ixy, ixz, iyz = values
+        return np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
+    raise ValueError(f"inertia must have 3, 6 or 3x3 entries, got shape {values.shape}")
+
+
+def _choices(cls: type, name: str) -> tuple[str, ...]:
+    """The values of a Literal-typed dataclass field."""
+    return get_args(get_type_hints(cls)[name])
+
+
+def _is_real(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def _accepts(value: Any, kind: str) -> bool:
+    """`value` is a finite real number of the `kind` in _NUMBER_KINDS."""
+    return _is_real(value) and math.isfinite(value) and _NUMBER_KINDS[kind][1](value)
+
+
+def _is_default(obj: Any, f: dataclasses.Field) -> bool:
+    default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+    try:  # compares lists, tuples and arrays by value
+        return bool(np.array_equal(getattr(obj, f.name), default))
+    except (TypeError, ValueError):
+        return False
+
+
+def _names(entries: Any, cls: type) -> Optional[list[str]]:
+    """Names of a list of `cls` entries; None if the list or an entry is invalid (then
+    references to them are not checked: the invalid entry is reported instead)."""
+    if not isinstance(entries, (list, tuple)) or not all(
+            isinstance(e, cls) and isinstance(e.name, str) for e in entries):
+        return None
+    return [e.name for e in entries]
+
+
+def _num(value: float) -> str:
+    return f"{value:.6g}"
+
+
+class _Checker:
+    """One pass over a model; each method checks one kind of entry at location `loc`."""
+
+    def __init__(self, model: Model, report: Report) -> None:
+        self.model = model
+        self.add = report.add
+        # Marker names per body name (first body wins for duplicated names), the ground first;
+        # references are only reported unknown when all names are known.
+        self.markers: dict[str, Optional[list[str]]] = {GROUND: _names(model.ground_markers, Marker)}
+        self.all_bodies_known = _names(model.bodies, Body) is not None
+        for body in model.bodies if self.all_bodies_known else ():
+            self.markers.setdefault(body.name, _names(body.markers, Marker))
+
+    # ------------------------------------------------------------------ generic helpers
+
+    def entries(self, loc: Loc, items: Any, cls: type) -> list[tuple[int, Any]]:
+        """(index, item) of a list field whose items are `cls`, reporting other items."""
+        if not isinstance(items, (list, tuple)):
+            self.add(loc, f"expected a list of {cls.__name__}, got {show(items)}")
+            return []
+        for i, item in enumerate(items):
+            if not isinstance(item, cls):
+                self.add(loc + (i,), f"expected a {cls.__name__}, got {show(item)}")
+        return [(i, item) for i, item in enumerate(items) if isinstance(item, cls)]
+
+    def instance(self, loc: Loc, value: Any, cls: type, need: str) -> bool:
+        """True if `value` is a `cls`; else report it missing (None) or of the wrong type."""
+        if isinstance(value, cls):
+            return True
+        self.add(loc, f"missing: {need}" if value is None
+                 else f"expected a {cls.__name__}, got {show(value)}")
+        return False
+
+    def names(self, loc: Loc, entries: list[tuple[int, Any]], kind: str,
+              required: bool = True) -> None:
+        """Names are non-empty texts (or empty if not `required`) and unique."""
+        first: dict[str, int] = {}
+        for i, entry in entries:
+            name = entry.name
+            if not isinstance(name, str) or (required and not name):
+                self.add(loc + (i, "name"), f"expected a non-empty name, got {show(name)}")
+            elif name and name in first:
+                self.add(loc + (i, "name"), f"duplicate {kind} name {name!r}; "
+                                            f"the first is {loc[-1]}[{first[name]}]")
+            elif name:
+                first[name] = i
+
+    def choice(self, loc: Loc, value: Any, choices: Iterable[str]) -> bool:
+        if isinstance(value, str) and value in choices:
+            return True
+        self.add(loc, unknown(repr(value), value, choices, "valid choices"))
+        return False
+
+    def unused(self, loc: Loc, obj: Any, used: Iterable[str], what: str) -> None:
+        """Fields of `obj` that `what` does not use must keep their defaults."""
+        used = tuple(used)
+        for f in dataclasses.fields(obj):
+            if f.name not in (*used, "name", "type", "shape", "markers") and not _is_default(obj, f):
+                self.add(loc + (f.name,), f"not used by {what} (which takes "
+                                          f"{', '.join(used) or 'no parameters'})")
+
+    def number(self, loc: Loc, value: Any, kind: str = "finite") -> bool:
+        if _accepts(value, kind):
+            return True
+        self.add(loc, f"expected {_NUMBER_KINDS[kind][0]}, got {show(value)}")
+        return False
+
+    def numbers(self, loc: Loc, obj: Any, names: Iterable[str], kind: str = "finite") -> None:
+        for name in names:
+            self.number(loc + (name,), getattr(obj, name), kind)
+
+    def integer(self, loc: Loc, value: Any, low: int, high: Optional[int] = None,
+                why: str = "") -> bool:
+        if (isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= low
+                and (high is None or value <= high)):
+            return True
+        expected = f"an integer >= {low}" if high is None else f"an integer from {low} to {high}"
+        self.add(loc, f"expected {expected}{why}, got {show(value)}")
+        return False
+
+    def vector(self, loc: Loc, value: Any,
+               sizes: Optional[Sequence[int]] = (3,)) -> Optional[np.ndarray]:
+        """`value` as a finite 1-D array with one of the allowed sizes (None: any), else None
+        (reported)."""
+        try:
+            array = np.asarray(value, dtype=float)
+        except (TypeError, ValueError):
+            array = np.empty((0, 0))
+        if array.ndim != 1 or (sizes is not None and array.size not in sizes):
+            length = "" if sizes is None else f" of length {' or '.join(map(str, sizes))}"
+            self.add(loc, f"expected a list of numbers{length}, got {show(value)}")
+            return None
+        if not np.all(np.isfinite(array)):
+            self.add(loc, f"expected finite numbers, got {show(value)}")
+            return None
+        return array
+
+    def unit_axis(self, loc: Loc, value: Any) -> Optional[np.ndarray]:
+        axis = self.vector(loc, value)
+        if axis is None:
+            return None
+        norm = float(np.linalg.norm(axis))
+        if abs(norm - 1.0) > UNIT_TOL:
+            self.add(loc, f"expected a unit vector (norm 1 within {UNIT_TOL:g}), got {show(value)} "
+                          f"with norm {_num(norm)}")
+            return None
+        return axis
+
+    def body_ref(self, loc: Loc, name: Any) -> bool:
+        """`name` is the ground or a body."""
+        if isinstance(name, str) and name in self.markers:
+            return True
+        if self.all_bodies_known:
+            self.add(loc, unknown(f"body {name!r}", name, self.markers, "known bodies"))
+        return False
+
+    def marker_ref(self, loc: Loc, body: Any, name: Any) -> None:
+        """`name` is a marker of the existing body `body`."""
+        known = self.markers[body]
+        if known is not None and name not in known:
+            self.add(loc, unknown(f"marker {name!r} on body {body!r}", name, known, "known markers"))
+
+    def body_marker_ref(self, loc: Loc, body: Any, marker: Any) -> None:
+        """Reference to a marker given as separate body and marker fields of entry `loc`."""
+        if self.body_ref(loc + ("body",), body):
+            self.marker_ref(loc + ("marker",), body, marker)
+
+    # ------------------------------------------------------------------ the model
+
+    def run(self) -> None:
+        m = self.model
+        self.vector(("gravity",), m.gravity)
+        self.markers_of(("ground", "markers"), m.ground_markers, None)
+        bodies = self.entries(("bodies",), m.bodies, Body)
+        self.names(("bodies",), bodies, "body")
+        for i, body in bodies:
+            self.body(("bodies", i), body)
+        joints = self.entries(("joints",), m.joints, Joint)
+        self.names(("joints",), joints, "joint")
+        for i, joint in joints:
+            self.joint(("joints", i), joint)
+        loads = self.entries(("loads",), m.loads, Load)
+        self.names(("loads",), loads, "load", required=False)
+        for i, load in loads:
+            self.load(("loads", i), load)
+        sensors = self.entries(("sensors",), m.sensors, Sensor)
+        self.names(("sensors",), sensors, "sensor")
+        for i, sensor in sensors:
+            self.body_marker_ref(("sensors", i), sensor.body, sensor.marker)
+        if self.instance(("solver",), m.solver, Solver, "solver settings"):
+            self.solver(("solver",), m.solver)
+        self.tree(bodies, joints)
+
+    # ------------------------------------------------------------------ bodies and markers
+
+    def body(self, loc: Loc, b: Body) -> None:
+        if b.name == GROUND:
+            self.add(loc + ("name",), f"the name {GROUND!r} is reserved for the fixed ground; "
+                                      "choose another name")
+        if not self.choice(loc + ("type",), b.type, _BODY_FIELDS):
+            return
+        self.unused(loc, b, _BODY_FIELDS[b.type], f"a {b.type} body")
+        if b.type == "rigid":
+            if b.mass is None:
+                self.add(loc + ("mass",), "missing: a rigid body needs a mass [kg]")
+            else:
+                self.number(loc + ("mass",), b.mass, "positive")
+            self.vector(loc + ("com",), b.com)
+            self.inertia(loc + ("inertia",), b.inertia)
+        elif b.type == "beam":
+            self.beam(loc, b)
+        else:
+            self.superelement(loc, b)
+        if b.type != "rigid" and self.instance(loc + ("damping",), b.damping, Damping, "damping"):
+            self.damping(loc + ("damping",), b.damping, b.modes)
+        self.markers_of(loc + ("markers",), b.markers, b)
+
+    def inertia(self, loc: Loc, spec: Any) -> None:
+        """A symmetric positive definite tensor whose principal moments obey the triangle
+        inequality (I1 + I2 >= I3)."""
+        if spec is None:
+            self.add(loc, f"missing: give {_INERTIA_FORMS} [kg m^2]")
+            return
+        try:
+            tensor = inertia_matrix(spec)
+        except (TypeError, ValueError):
+            tensor = None
+        if tensor is None or not np.all(np.isfinite(tensor)):
+            self.add(loc, f"expected finite {_INERTIA_FORMS}, got {show(spec)}")
+            return
+        scale = float(np.max(np.abs(tensor))) or 1.0
+        if np.max(np.abs(tensor - tensor.T)) > INERTIA_TOL * scale:
+            self.add(loc, "the 3x3 inertia matrix is not symmetric")
+            return
+        moments = np.linalg.eigvalsh(tensor)
+        shown = ", ".join(_num(v) for v in moments)
+        if moments[0] <= 0:
+            self.add(loc, f"not positive definite: principal moments {shown}; all must be > 0")
+        elif moments[0] + moments[1] < moments[2] - INERTIA_TOL * scale:
+            self.add(loc, f"principal moments {shown} violate the triangle inequality "
+                          f"I1 + I2 >= I3 ({_num(moments[0] + moments[1])} < {_num(moments[2])})")
+
+    def beam(self, loc: Loc, b: Body) -> None:
+        self.number(loc + ("length",), b.length, "positive")
+        if self.integer(loc + ("elements",), b.elements, 1):
+            self.integer(loc + ("modes",), b.modes, 1, 6 * b.elements,
+                         f" (6 DOFs per element x {b.elements} elements)")
+            if self.integer(loc + ("segments",), b.segments, 1) and b.elements % b.segments:
+                self.add(loc + ("segments",), f"elements ({b.elements}) must be divisible by "
+                                              f"segments ({b.segments})")
+        if self.instance(loc + ("material",), b.material, Material,
+                         "a beam needs a material {E, rho, G or nu}"):
+            self.material(loc + ("material",), b.material)
+        if self.instance(loc + ("section",), b.section, Section, "a beam needs a cross-section"):
+            self.section(loc + ("section",), b.section)
+        self.number(loc + ("tip_mass",), b.tip_mass, "non-negative")
+        if b.tip_inertia is not None:
+            self.inertia(loc + ("tip_inertia",), b.tip_inertia)
+
+    def material(self, loc: Loc, mat: Material) -> None:
+        self.numbers(loc, mat, ("E", "rho"), "positive")
+        if mat.G is not None and mat.nu is not None:
+            self.add(loc + ("nu",), "give either G or nu, not both")
+        elif mat.G is not None:
+            self.number(loc + ("G",), mat.G, "positive")
+        elif mat.nu is not None and not (_is_real(mat.nu) and -1.0 < mat.nu < 0.5):
+            self.add(loc + ("nu",), f"expected Poisson's ratio in (-1, 0.5), got {show(mat.nu)}")
+
+    def section(self, loc: Loc, s: Section) -> None:
+        if not self.choice(loc + ("shape",), s.shape, _SECTION_FIELDS):
+            return
+        dims = _SECTION_FIELDS[s.shape]
+        self.unused(loc, s, dims, f"a {s.shape} section")
+        ok = all([self.number(loc + (name,), getattr(s, name), "positive") for name in dims])
+        if ok and s.shape in ("tube", "box_tube"):
+            outer = s.outer_diameter if s.shape == "tube" else min(s.width, s.height)
+            side = "outer_diameter" if s.shape == "tube" else "min(width, height)"
+            if s.thickness >= outer / 2:
+                self.add(loc + ("thickness",), f"thickness {_num(s.thickness)} is too large: must "
+                                               f"be less than {side}/2 = {_num(outer / 2)}")
+
+    def superelement(self, loc: Loc, b: Body) -> None:
+        given = [name for name in SUPERELEMENT_FILES if getattr(b, name) is not None]
+        if given not in (["file"], list(SUPERELEMENT_FILES[1:])):
+            self.add(loc + ("file",), f"give either file (.npz with M, K, nodes) or all of "
+                                      f"{', '.join(SUPERELEMENT_FILES[1:])}; got "
+                                      f"{', '.join(given) or 'none'}")
+        for name in given:
+            path = getattr(b, name)
+            if not isinstance(path, (str, os.PathLike)):
+                self.add(loc + (name,), f"expected a file path, got {show(path)}")
+            elif not os.path.isfile(path):
+                self.add(loc + (name,), f"file not found: tried {os.path.abspath(path)}")
+        self.integer(loc + ("modes",), b.modes, 1)
+        self.integer(loc + ("dofs_per_node",), b.dofs_per_node, 1)
+        if isinstance(b.reference_nodes, (list, tuple)):
+            for i, node in enumerate(b.reference_nodes):
+                self.integer(loc + ("reference_nodes", i), node, 0)
+        else:
+            self.add(loc + ("reference_nodes",), f"expected a list of node indices, got "
+                                                 f"{show(b.reference_nodes)}")
+
+    def damping(self, loc: Loc, d: Damping, modes: Any) -> None:
+        self.number(loc + ("stiffness_proportional",), d.stiffness_proportional, "non-negative")
+        ratios = self.vector(loc + ("modal",), d.modal, None)
+        if ratios is not None and len(ratios) not in (0, 1, modes):
+            self.add(loc + ("modal",), f"expected 1 damping ratio or one per mode ({modes}), "
+                                       f"got {len(ratios)}")
+        elif ratios is not None and not np.all((ratios >= 0) & (ratios < 10)):
+            self.add(loc + ("modal",), f"expected damping ratios in [0, 10), got {show(d.modal)}")
+
+    def markers_of(self, loc: Loc, markers: Any, body: Optional[Body]) -> None:
+        """Markers of a body (None: the ground). The ground and rigid bodies place them by
+        position, beams by x or node, superelements by node."""
+        kind = "rigid" if body is None else body.type
+        entries = self.entries(loc, markers, Marker)
+        self.names(loc, entries, "marker")
+        for i, marker in entries:
+            at = loc + (i,)
+            self.unused(at, marker, _MARKER_FIELDS[kind],
+                        "a ground marker" if body is None else f"a marker on a {kind} body")
+            if kind == "rigid":
+                self.vector(at + ("position",), marker.position)
+            elif kind == "superelement" and marker.node is None:
+                self.add(at + ("node",), "missing: a superelement marker needs node (FE node index)")
+            elif kind == "superelement":
+                self.integer(at + ("node",), marker.node, 0)
+            else:
+                self.beam_station(at, marker, body)
+            if marker.rotation is not None:
+                self.rotation(at + ("rotation",), marker.rotation)
+
+    def beam_station(self, loc: Loc, marker: Marker, beam: Body) -> None:
+        """A beam marker sits at x in [0, length] or at a node in [0, elements]."""
+        if marker.x is None and marker.node is None:
+            self.add(loc + ("x",), "missing: a beam marker needs x (station [m]) or node")
+        elif marker.x is not None and marker.node is not None:
+            self.add(loc + ("node",), "give either x or node, not both")
+        elif marker.node is not None:
+            known = isinstance(beam.elements, int) and beam.elements >= 1
+            self.integer(loc + ("node",), marker.node, 0, beam.elements if known else None,
+                         f" (the nodes of {beam.elements} elements)" if known else "")
+        elif (self.number(loc + ("x",), marker.x) and _accepts(beam.length, "positive")
+              and not 0.0 <= marker.x <= beam.length):
+            self.add(loc + ("x",), f"x = {_num(marker.x)} is outside the beam: expected "
+                                   f"0 <= x <= length = {_num(beam.length)}")
+
+    def rotation(self, loc: Loc, spec: Any) -> None:
+        """A proper orthonormal 3x3 matrix, or {axis: non-zero vector, angle: degrees}."""
+        if isinstance(spec, dict):
+            if set(spec) != {"axis", "angle"}:
+                self.add(loc, f"expected keys axis and angle, got {', '.join(map(str, spec))}")
+                return
+            axis = self.vector(loc + ("axis",), spec["axis"])
+            if axis is not None and not np.any(axis):
+                self.add(loc + ("axis",), "the rotation axis is zero; expected a non-zero vector")
+            self.number(loc + ("angle",), spec["angle"])
+            return
+        try:
+            matrix = np.asarray(spec, dtype=float)
+        except (TypeError, ValueError):
+            matrix = np.empty(0)
+        if matrix.shape != (3, 3) or not np.all(np.isfinite(matrix)):
+            self.add(loc, f"expected a finite 3x3 matrix or {{axis, angle}}, got {show(spec)}")
+            return
+        error = float(np.max(np.abs(matrix.T @ matrix - np.eye(3))))
+        if error > UNIT_TOL:
+            self.add(loc, f"not orthonormal: max |R^T R - I| = {_num(error)} (tolerance {UNIT_TOL:g})")
+        elif np.linalg.det(matrix) < 0:
+            self.add(loc, "determinant is -1: a reflection, expected a proper rotation (det +1)")
+
+    # ------------------------------------------------------------------ joints
+
+    def joint(self, loc: Loc, j: Joint) -> None:
+        for side in ("parent", "child"):
+            body = getattr(j, side)
+            if side == "child" and body == GROUND:
+                self.add(loc + (side,), "the ground cannot be a child: it is fixed "
+                                        "(make it the parent)")
+            elif self.body_ref(loc + (side,), body):
+                self.marker_ref(loc + (side + "_marker",), body, getattr(j, side + "_marker"))
+        if not self.choice(loc + ("type",), j.type, JOINT_NQ):
+            return
+        axes = [self.unit_axis(loc + (name,), getattr(j, name))
+                for name in _JOINT_AXES.get(j.type, ())]
+        if len(axes) == 2 and axes[0] is not None and axes[1] is not None:
+            dot = float(axes[0] @ axes[1])
+            if abs(dot) > UNIT_TOL:
+                self.add(loc + ("axis2",), f"expected axis2 perpendicular to axis, got axis . axis2 = "
+                                           f"{_num(dot)}")
+        q0_forms = _Q0_FORMS.get(j.type, {JOINT_NQ[j.type]: ""})
+        for name, forms in (("q0", q0_forms), ("qd0", {JOINT_NV[j.type]: ""})):
+            values = self.vector(loc + (name,), getattr(j, name), None)
+            if values is not None and len(values) not in (0, *forms):
+                lengths = " or ".join(f"{n} ({what})" if what else str(n) for n, what in forms.items())
+                self.add(loc + (name,), f"expected length {lengths} for a {j.type} joint, got "
+                                        f"length {len(values)}: {show(getattr(j, name))}")
+            elif (values is not None and name == "q0" and len(values) in (4, 7)
+                  and not np.any(values[-4:])):
+                self.add(loc + (name,), "the quaternion is zero; expected a non-zero [w, x, y, z]")
+        if j.spring is not None and self.instance(loc + ("spring",), j.spring, Spring, "spring"):
+            self.numbers(loc + ("spring",), j.spring, ("stiffness", "damping"), "non-negative")
+            self.number(loc + ("spring", "preload"), j.spring.preload)
+        if self.instance(loc + ("drive",), j.drive, Drive, "drive"):
+            self.drive(loc + ("drive",), j.drive, j.type)
+
+    def drive(self, loc: Loc, d: Drive, joint_type: str) -> None:
+        if not self.choice(loc + ("type",), d.type, _DRIVE_FIELDS):
+            return
+        self.unused(loc, d, _DRIVE_FIELDS[d.type], f"a {d.type} drive")
+        if d.type != "passive" and JOINT_NV[joint_type] != 1:
+            self.add(loc + ("type",), f"a {d.type} drive needs a single-coordinate joint; a "
+                                      f"{joint_type} joint has {JOINT_NV[joint_type]}, so only "
+                                      "passive is allowed")
+        if d.type == "torque":
+            self.number(loc + ("torque",), d.torque)
+        if d.type == "servo":
+            self.numbers(loc, d, ("kp", "kd", "motor_inertia"), "non-negative")
+        if d.type in ("motion", "servo") and self.instance(
+                loc + ("profile",), d.profile, Profile, f"a {d.type} drive needs a profile"):
+            self.profile(loc + ("profile",), d.profile)
+
+    def profile(self, loc: Loc, p: Profile) -> None:
+        if not self.choice(loc + ("type",), p.type, _PROFILE_FIELDS):
+            return
+        params = _PROFILE_FIELDS[p.type]
+        self.unused(loc, p, params, f"a {p.type} profile")
+        if p.type == "table":
+            times = self.vector(loc + ("times",), p.times, None)
+            values = self.vector(loc + ("values",), p.values, None)
+            if times is not None and len(times) < 2:
+                self.add(loc + ("times",), f"expected at least 2 points, got {len(times)}")
+            elif times is not None and values is not None and len(values) != len(times):
+                self.add(loc + ("values",), f"expected {len(times)} values (one per time), "
+                                            f"got {len(values)}")
+            steps = [] if times is None else np.flatnonzero(np.diff(times) <= 0)
+            if len(steps):
+                k = int(steps[0]) + 1
+                self.add(loc + ("times",), f"expected strictly increasing times, but times[{k}] = "
+                                           f"{_num(times[k])} <= times[{k - 1}] = {_num(times[k - 1])}")
+            return
+        if not all([self.number(loc + (name,), getattr(p, name)) for name in params]):
+            return
+        if p.type == "ramp" and p.t1 <= p.t0:
+            self.add(loc + ("t1",), f"expected t1 > t0, got t1 = {_num(p.t1)} <= t0 = {_num(p.t0)}")
+        elif p.type == "spin_up":
+            self.number(loc + ("t_s",), p.t_s, "positive")
+        elif p.type == "sine":
+            self.number(loc + ("frequency",), p.frequency, "non-negative")
+
+    # ------------------------------------------------------------------ loads, solver
+
+    def load(self, loc: Loc, load: Load) -> None:
+        if not self.choice(loc + ("type",), load.type, _LOAD_FIELDS):
+            return
+        self.unused(loc, load, _LOAD_FIELDS[load.type], f"a {load.type} load")
+        if load.type == "point_force":
+            self.body_marker_ref(loc, load.body, load.marker)
+            self.vector(loc + ("force",), load.force)
+            self.vector(loc + ("torque",), load.torque)
+            self.choice(loc + ("frame",), load.frame, _choices(Load, "frame"))
+            return
+        for name in ("marker_a", "marker_b"):
+            ref = getattr(load, name)
+            body, _, marker = ref.partition(".") if isinstance(ref, str) else ("", "", "")
+            if not (body and marker):
+                self.add(loc + (name,), f"expected 'body.marker', got {show(ref)}")
+            elif self.body_ref(loc + (name,), body):
+                self.marker_ref(loc + (name,), body, marker)
+        self.numbers(loc, load, ("stiffness", "damping", "rest_length"), "non-negative")
+
+    def solver(self, loc: Loc, s: Solver) -> None:
+        self.choice(loc + ("method",), s.method, _choices(Solver, "method"))
+        self.numbers(loc, s, ("step", "rtol", "max_step", "output_step"), "positive")
+        if s.atol is not None:
+            self.number(loc + ("atol",), s.atol, "positive")
+
+    # ------------------------------------------------------------------ topology
+
+    def tree(self, bodies: list[tuple[int, Body]], joints: list[tuple[int, Joint]]) -> None:
+        """Each body is the child of exactly one joint and its chain of parents reaches the
+        ground (no cycles)."""
+        parent_joint: dict[Any, tuple[int, Joint]] = {}
+        for i, j in joints:
+            if not isinstance(j.child, str) or j.child not in self.markers or j.child == GROUND:
+                continue
+            if j.child in parent_joint:
+                first = parent_joint[j.child]
+                self.add(("joints", i, "child"), f"body {j.child!r} is already the child of "
+                                                 f"joints[{first[0]}] {first[1].name!r}; a body has "
+                                                 "exactly one parent joint")
+            else:
+                parent_joint[j.child] = (i, j)
+        # An invalid joint entry may be the one meant to attach a body: then don't guess.
+        all_joints_known = (isinstance(self.model.joints, (list, tuple))
+                            and len(joints) == len(self.model.joints)
+                            and all(isinstance(j.child, str) for _, j in joints))
+        for i, b in bodies if all_joints_known else ():
+            if isinstance(b.name, str) and b.name != GROUND and b.name not in parent_joint:
+                self.add(("bodies", i), f"body {b.name!r} is not connected: no joint has it as "
+                                        "child (each body needs a joint to its parent)")
+        settled: set[str] = set()  # bodies whose chain was already followed
+        for start in parent_joint:
+            chain: list[str] = []
+            body = start
+            while (isinstance(body, str) and body in parent_joint
+                   and body not in chain and body not in settled):
+                chain.append(body)
+                body = parent_joint[body][1].parent
+            if body in chain:
+                loop = chain[chain.index(body):] + [body]
+                self.add(("joints", parent_joint[body][0], "parent"),
+                         f"the joints form a cycle ({' -> '.join(loop)}, each the child "
+                         "of the next) that never reaches the ground")
+            settled.update(chain)

@@ -1,0 +1,46 @@
+"""Shared pieces of the integrators: status codes, error norm, post-step projection."""
+
+import numpy as np
+from numba import njit
+
+from ..kernels.dynamics import normalize_quaternions, rhs
+from ..kernels.rotations import JIT
+
+OK, SINGULAR, STEP_TOO_SMALL, NOT_FINITE, NEWTON_FAILED = 0, 1, 2, 3, 4
+MESSAGES = {
+    OK: "ok",
+    SINGULAR: "the mass matrix became singular or indefinite",
+    STEP_TOO_SMALL: "the step size fell below the minimum: the solution is diverging or the model is too stiff for the method",
+    NOT_FINITE: "the state became NaN or infinite: the solution diverged",
+    NEWTON_FAILED: "Newton iterations did not converge even at the minimum step size",
+}
+RK4, DOPRI5, IMPLICIT = 0, 1, 2
+
+
+@njit(**JIT)
+def error_norm(err, x0, x1, atol, rtol):
+    """RMS of err_i / (atol_i + rtol max(|x0_i|, |x1_i|)) (Hairer's norm)."""
+    s = 0.0
+    for i in range(err.size):
+        sc = atol[i] + rtol * max(abs(x0[i]), abs(x1[i]))
+        s += (err[i] / sc) ** 2
+    return np.sqrt(s / err.size)
+
+
+@njit(**JIT)
+def all_finite(x):
+    for v in x:
+        if not np.isfinite(v):
+            return False
+    return True
+
+
+@njit(**JIT)
+def f_eval(S, W, t, x, inputs, out):
+    """rhs with the status as an int."""
+    return OK if rhs(S, W, t, x, inputs, out) else SINGULAR
+
+
+@njit(**JIT)
+def project(S, x):
+    normalize_quaternions(S, x)

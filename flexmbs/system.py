@@ -1,0 +1,395 @@
+"""Compile a Model into the System: flat, immutable numpy arrays the numba kernels run on.
+
+Coordinate layout: q = [joint coordinates of every body in tree order; modal coordinates of
+every flexible body], u likewise (joint velocities; modal rates). Bodies are ordered root to
+leaves, so a parent always precedes its children.
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+from scipy.interpolate import CubicSpline
+
+from .flex import sections as sec
+from .flex.invariants import FlexBodyData, beam_body, superelement_body
+from .flex.superelement import load_matrix_market, load_npz
+from .kernels import profiles as prof
+from .kernels.joints import CODE_OF, FREE, SPHERICAL
+from .kernels.dynamics import MOTION, PASSIVE, SERVO, TORQUE
+from .model import (GROUND, JOINT_NQ, JOINT_NV, PROFILE_TYPES, Body, Issue, Marker, Model, ModelError,
+                    inertia_matrix, rotation_matrix, validate)
+
+SystemArrays = namedtuple("SystemArrays", [
+    "nb", "nq", "nv", "gravity",
+    # tree and joints, per body
+    "parent", "jtype", "pmark", "c_pos", "c_R", "axis1", "axis2", "jq", "jnq", "ju", "jnv",
+    "quat_q", "quat_u",
+    # body inertia (flexible bodies padded to nmax modes)
+    "nm", "eq", "ev", "mass", "S0", "J0", "Sb", "Sbkl", "C", "Ir", "Me", "Ke", "De", "Ga", "Gb",
+    # markers
+    "mk_body", "mk_s0", "mk_R0", "mk_Phi", "mk_Psi", "mk_H",
+    # per velocity coordinate: q index, spring, drive
+    "uq", "k_spring", "c_spring", "q_preload", "drive", "drive_in", "drive_prof", "kp", "kd", "motor_J",
+    # profiles
+    "prof_code", "prof_par", "prof_t", "prof_c", "prof_n",
+    # loads
+    "pf_marker", "pf_force", "pf_torque", "pf_frame", "pf_input",
+    "sd_a", "sd_b", "sd_k", "sd_c", "sd_l0",
+])
+
+Workspace = namedtuple("Workspace", [
+    "r", "A", "v", "w", "a", "al", "Jv", "Jw",
+    "k_r", "k_A", "k_v", "k_w", "k_a", "k_al", "k_Jv", "k_Jw", "k_p", "k_R", "k_cw", "k_Sv", "k_Sw",
+    "m_s", "m_Ds", "m_sd", "m_sb", "m_R", "m_wr", "m_wb", "m_t1", "m_t2",
+    "b_S", "b_J", "b_dA", "b_P", "b_Q", "b_pv", "b_pw",
+    "Jb", "cb", "wb", "Mb", "hb", "Fb",
+    "l_r", "l_A", "l_v", "l_w", "l_Jv", "l_Jw", "l_a", "l_al",
+    "l_r2", "l_A2", "l_v2", "l_w2", "l_Jv2", "l_Jw2",
+    "M", "Q", "L", "Mrow", "tau_drive", "xq", "xu",
+])
+
+
+@dataclass(frozen=True)
+class System:
+    """The compiled model: arrays for the kernels plus the names that map them back.
+
+    arrays: SystemArrays; q0, u0: initial coordinates; bodies/joints: names in tree order;
+    joint_q/joint_u: name -> (start, count) in q/u; flex: body name -> FlexBodyData;
+    inputs: input signal names in order; markers: 'body.marker' -> marker index;
+    sensors: sensor name -> marker index.
+    """
+
+    model: Model
+    arrays: tuple
+    q0: np.ndarray
+    u0: np.ndarray
+    bodies: list[str]
+    joints: list[str]
+    joint_q: dict[str, tuple[int, int]]
+    joint_u: dict[str, tuple[int, int]]
+    body_eta: dict[str, tuple[int, int]]
+    flex: dict[str, FlexBodyData]
+    inputs: list[str]
+    input_defaults: np.ndarray
+    markers: dict[str, int]
+    sensors: dict[str, int]
+    drives: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def nq(self) -> int:
+        return int(self.arrays.nq)
+
+    @property
+    def nv(self) -> int:
+        return int(self.arrays.nv)
+
+    def workspace(self) -> tuple:
+        """Fresh scratch arrays for the kernels (one per concurrent evaluation)."""
+        return make_workspace(self.arrays)
+
+
+def make_workspace(S) -> tuple:
+    nb, nv = S.nb, S.nv
+    nmax = S.Me.shape[1]
+    nbd = 6 + nmax
+    z = np.zeros
+    return Workspace(
+        r=z((nb, 3)), A=z((nb, 3, 3)), v=z((nb, 3)), w=z((nb, 3)), a=z((nb, 3)), al=z((nb, 3)),
+        Jv=z((nb, 3, nv)), Jw=z((nb, 3, nv)),
+        k_r=z(3), k_A=z((3, 3)), k_v=z(3), k_w=z(3), k_a=z(3), k_al=z(3), k_Jv=z((3, nv)), k_Jw=z((3, nv)),
+        k_p=z(3), k_R=z((3, 3)), k_cw=z(3), k_Sv=z((3, 6)), k_Sw=z((3, 6)),
+        m_s=z(3), m_Ds=z((3, nmax)), m_sd=z(3), m_sb=z(3), m_R=z((3, 3)), m_wr=z(3), m_wb=z(3),
+        m_t1=z(3), m_t2=z(3),
+        b_S=z(3), b_J=z((3, 3)), b_dA=z((3, 3)), b_P=z((3, 3, nmax)), b_Q=z((3, 3, nmax)), b_pv=z(3), b_pw=z(3),
+        Jb=z((nbd, nv)), cb=z(nbd), wb=z(nbd), Mb=z((nbd, nbd)), hb=z(nbd), Fb=z(nbd),
+        l_r=z(3), l_A=z((3, 3)), l_v=z(3), l_w=z(3), l_Jv=z((3, nv)), l_Jw=z((3, nv)), l_a=z(3), l_al=z(3),
+        l_r2=z(3), l_A2=z((3, 3)), l_v2=z(3), l_w2=z(3), l_Jv2=z((3, nv)), l_Jw2=z((3, nv)),
+        M=z((nv, nv)), Q=z(nv), L=z((nv, nv)), Mrow=z((nv, nv)), tau_drive=z(nv),
+        xq=z(S.nq), xu=z(nv),
+    )
+
+
+def _section(body: Body) -> sec.Section:
+    s = body.section
+    if s.shape == "rectangle":
+        return sec.rectangle(s.width, s.height)
+    if s.shape == "circle":
+        return sec.circle(s.diameter)
+    if s.shape == "tube":
+        return sec.tube(s.outer_diameter, s.thickness)
+    if s.shape == "box_tube":
+        return sec.box_tube(s.width, s.height, s.thickness)
+    return sec.explicit(s.A, s.Iy, s.Iz, s.J)
+
+
+def flex_data(body: Body) -> Optional[FlexBodyData]:
+    """Modal data of a flexible body (None for rigid bodies)."""
+    if body.type == "beam":
+        tip_j = None if body.tip_inertia is None else inertia_matrix(body.tip_inertia)
+        return beam_body(body.length, body.elements, body.modes, body.material.E,
+                         body.material.shear_modulus, body.material.rho, _section(body),
+                         body.tip_mass, tip_j, body.rotary_inertia, body.geometric_stiffening, body.name)
+    if body.type == "superelement":
+        if body.file is not None:
+            se = load_npz(body.file)
+        else:
+            se = load_matrix_market(body.mass_file, body.stiffness_file, body.nodes_file, body.dofs_per_node)
+        return superelement_body(se, body.modes, tuple(body.reference_nodes))
+    return None
+
+
+def _tree_order(model: Model) -> list[int]:
+    """Joint indices ordered so that every parent body precedes its children."""
+    by_parent: dict[str, list[int]] = {}
+    for k, j in enumerate(model.joints):
+        by_parent.setdefault(j.parent, []).append(k)
+    order, frontier = [], [GROUND]
+    while frontier:
+        nxt = []
+        for name in frontier:
+            for k in by_parent.get(name, []):
+                order.append(k)
+                nxt.append(model.joints[k].child)
+        frontier = nxt
+    return order
+
+
+def _initial_joint_q(jtype: str, q0) -> np.ndarray:
+    """Initial joint coordinates, with rotation vectors turned into unit quaternions."""
+    nq = JOINT_NQ[jtype]
+    q0 = np.asarray(q0, dtype=float).ravel()
+    if jtype in ("spherical", "free"):
+        lin = q0[:3] if jtype == "free" and q0.size >= 6 else np.zeros(0)
+        rot = q0[lin.size:]
+        if rot.size == 0:
+            quat = np.array([1.0, 0.0, 0.0, 0.0])
+        elif rot.size == 3:
+            th = np.linalg.norm(rot)
+            axis = rot / th if th > 0 else np.array([1.0, 0.0, 0.0])
+            quat = np.concatenate([[np.cos(th / 2)], np.sin(th / 2) * axis])
+        else:
+            quat = rot / np.linalg.norm(rot)
+        if jtype == "free":
+            lin = lin if lin.size else np.zeros(3)
+            return np.concatenate([lin, quat])
+        return quat
+    return q0 if q0.size else np.zeros(nq)
+
+
+def _profile_row(p) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
+    """Profile -> (code, par, spline knots, spline coefficients rows [c0, c1, c2, c3])."""
+    code = PROFILE_TYPES.index(p.type)
+    par = np.zeros(prof.NPAR)
+    knots = np.zeros(0)
+    coef = np.zeros((0, 4))
+    if p.type == "constant":
+        par[0] = p.value
+    elif p.type == "ramp":
+        par[:4] = p.q0, p.q1, p.t0, p.t1
+    elif p.type == "sine":
+        par[:4] = p.offset, p.amplitude, p.frequency, p.phase
+    elif p.type == "spin_up":
+        par[:2] = p.omega_s, p.t_s
+    elif p.type == "table":
+        knots = np.asarray(p.times, dtype=float)
+        cs = CubicSpline(knots, np.asarray(p.values, dtype=float), bc_type="clamped")
+        coef = np.zeros((knots.size, 4))
+        coef[:-1] = cs.c[::-1].T
+        coef[-1, 0] = p.values[-1]
+    return code, par, knots, coef
+
+
+def compile_model(model: Model) -> System:
+    """Validate the model and compile it into a System."""
+    validate(model)
+    order = _tree_order(model)
+    joints = [model.joints[k] for k in order]
+    bodies = [model.body(j.child) for j in joints]
+    body_index = {b.name: i for i, b in enumerate(bodies)}
+    flex = {b.name: d for b in bodies if (d := flex_data(b)) is not None}
+    nb = len(bodies)
+    nmax = max([1] + [d.n for d in flex.values()])
+
+    # coordinates
+    jq, jnq, ju, jnv = (np.zeros(nb, np.int64) for _ in range(4))
+    nq = nv = 0
+    for i, j in enumerate(joints):
+        jq[i], jnq[i], ju[i], jnv[i] = nq, JOINT_NQ[j.type], nv, JOINT_NV[j.type]
+        nq += jnq[i]
+        nv += jnv[i]
+    nm, eq, ev = (np.zeros(nb, np.int64) for _ in range(3))
+    for i, b in enumerate(bodies):
+        nm[i] = flex[b.name].n if b.name in flex else 0
+        eq[i], ev[i] = nq, nv
+        nq += nm[i]
+        nv += nm[i]
+
+    # inertia
+    mass = np.zeros(nb)
+    S0 = np.zeros((nb, 3))
+    J0 = np.zeros((nb, 3, 3))
+    Sb = np.zeros((nb, 3, nmax))
+    Sbkl = np.zeros((nb, 3, 3, nmax))
+    C = np.zeros((nb, 3, 3, nmax, nmax))
+    Ir = np.zeros((nb, 3, nmax))
+    Me, Ke, De, Ga, Gb = (np.zeros((nb, nmax, nmax)) for _ in range(5))
+    for i, b in enumerate(bodies):
+        d = flex.get(b.name)
+        if d is None:
+            com = np.asarray(b.com, dtype=float)
+            mass[i] = b.mass
+            S0[i] = b.mass * com
+            J0[i] = inertia_matrix(b.inertia) + b.mass * (com @ com * np.eye(3) - np.outer(com, com))
+            continue
+        n = d.n
+        mass[i], S0[i], J0[i] = d.mass, d.S0, d.J0
+        Sb[i, :, :n], Sbkl[i, :, :, :n], C[i, :, :, :n, :n], Ir[i, :, :n] = d.Sb, d.Sbkl, d.C, d.Ir
+        Me[i, :n, :n], Ke[i, :n, :n], Ga[i, :n, :n], Gb[i, :n, :n] = d.Me, d.Ke, d.Ga, d.Gb
+        zeta = np.broadcast_to(np.asarray(b.damping.modal, dtype=float), (n,)) if len(b.damping.modal) else np.zeros(n)
+        De[i, :n, :n] = b.damping.stiffness_proportional * d.Ke + np.diag(2.0 * zeta * d.freqs)
+
+    # markers: ground first, then each body's
+    mk_body, mk_s0, mk_R0, mk_Phi, mk_Psi, mk_H = [], [], [], [], [], []
+    markers: dict[str, int] = {}
+
+    def add_marker(owner: str, bidx: int, mk: Marker, d: Optional[FlexBodyData]) -> None:
+        Phi = np.zeros((3, nmax))
+        Psi = np.zeros((3, nmax))
+        H = np.zeros((nmax, nmax))
+        if d is None:
+            s0 = np.asarray(mk.position, dtype=float)
+        else:
+            s0, Phi[:, :d.n], Psi[:, :d.n], H[:d.n, :d.n] = d.marker(x=mk.x, node=mk.node)
+        markers[f"{owner}.{mk.name}"] = len(mk_body)
+        mk_body.append(bidx)
+        mk_s0.append(s0)
+        mk_R0.append(rotation_matrix(mk.rotation))
+        mk_Phi.append(Phi)
+        mk_Psi.append(Psi)
+        mk_H.append(H)
+
+    for mk in model.ground_markers:
+        add_marker(GROUND, -1, mk, None)
+    for i, b in enumerate(bodies):
+        for mk in b.markers:
+            add_marker(b.name, i, mk, flex.get(b.name))
+
+    # joints
+    parent = np.array([body_index.get(j.parent, -1) for j in joints], dtype=np.int64)
+    jtype = np.array([CODE_OF[j.type] for j in joints], dtype=np.int64)
+    pmark = np.array([markers[f"{j.parent}.{j.parent_marker}"] for j in joints], dtype=np.int64)
+    cmark = [markers[f"{j.child}.{j.child_marker}"] for j in joints]
+    for j, k in zip(joints, cmark):
+        if np.any(mk_Phi[k]) or np.any(mk_Psi[k]):
+            raise ModelError([Issue(
+                f"joints '{j.name}'.child_marker",
+                f"marker '{j.child_marker}' on flexible body '{j.child}' deforms; a joint must attach a "
+                f"flexible child at its clamped reference (beam: x = 0; superelement: a reference node)")])
+    c_pos = np.array([mk_s0[k] for k in cmark]).reshape(nb, 3)
+    c_R = np.array([mk_R0[k] for k in cmark]).reshape(nb, 3, 3)
+    axis1 = np.array([np.asarray(j.axis, float) for j in joints]).reshape(nb, 3)
+    axis2 = np.array([np.asarray(j.axis2, float) for j in joints]).reshape(nb, 3)
+    quat_q = np.full(nb, -1, np.int64)
+    quat_u = np.full(nb, -1, np.int64)
+    for i in range(nb):
+        if jtype[i] == SPHERICAL:
+            quat_q[i], quat_u[i] = jq[i], ju[i]
+        elif jtype[i] == FREE:
+            quat_q[i], quat_u[i] = jq[i] + 3, ju[i] + 3
+
+    # per velocity coordinate
+    uq = np.full(nv, -1, np.int64)
+    k_spring, c_spring, q_preload, kp, kd, motor_J = (np.zeros(nv) for _ in range(6))
+    drive = np.zeros(nv, np.int64)
+    drive_in = np.full(nv, -1, np.int64)
+    drive_prof = np.full(nv, -1, np.int64)
+    profiles_rows: list = []
+    inputs: list[str] = []
+    input_defaults: list[float] = []
+    drives: dict[str, str] = {}
+    for i, j in enumerate(joints):
+        for c in range(jnv[i]):
+            if quat_u[i] >= 0 and ju[i] + c >= quat_u[i]:
+                continue
+            uq[ju[i] + c] = jq[i] + c
+        motor_J[ju[i]:ju[i] + jnv[i]] = j.rotor_inertia + j.drive.motor_inertia
+        if j.spring is not None:
+            sl = slice(ju[i], ju[i] + jnv[i])
+            k_spring[sl], c_spring[sl], q_preload[sl] = j.spring.stiffness, j.spring.damping, j.spring.preload
+        dr = j.drive
+        c = ju[i]
+        drives[j.name] = dr.type
+        if dr.type == "torque":
+            drive[c] = TORQUE
+            drive_in[c] = len(inputs)
+            inputs.append(f"{j.name}.tau")
+            input_defaults.append(dr.torque)
+        elif dr.type in ("motion", "servo"):
+            drive[c] = MOTION if dr.type == "motion" else SERVO
+            drive_prof[c] = len(profiles_rows)
+            row = _profile_row(dr.profile)
+            if dr.profile.type == "input":
+                row[1][0] = len(inputs)
+                inputs.extend(f"{j.name}.{s}" for s in ("q_ref", "qd_ref", "qdd_ref"))
+                input_defaults.extend([0.0, 0.0, 0.0])
+            profiles_rows.append(row)
+            kp[c], kd[c] = dr.kp, dr.kd
+    nprof = max(1, len(profiles_rows))
+    ntab = max([1] + [r[2].size for r in profiles_rows])
+    prof_code = np.zeros(nprof, np.int64)
+    prof_par = np.zeros((nprof, prof.NPAR))
+    prof_t = np.zeros((nprof, ntab))
+    prof_c = np.zeros((nprof, ntab, 4))
+    prof_n = np.zeros(nprof, np.int64)
+    for k, (code, par, knots, coef) in enumerate(profiles_rows):
+        prof_code[k], prof_par[k], prof_n[k] = code, par, knots.size
+        prof_t[k, :knots.size] = knots
+        prof_c[k, :knots.size] = coef
+
+    # loads
+    pfs = [ld for ld in model.loads if ld.type == "point_force"]
+    sds = [ld for ld in model.loads if ld.type == "spring_damper"]
+    arrays = SystemArrays(
+        nb=nb, nq=nq, nv=nv, gravity=np.asarray(model.gravity, dtype=float),
+        parent=parent, jtype=jtype, pmark=pmark, c_pos=c_pos, c_R=c_R, axis1=axis1, axis2=axis2,
+        jq=jq, jnq=jnq, ju=ju, jnv=jnv, quat_q=quat_q, quat_u=quat_u,
+        nm=nm, eq=eq, ev=ev, mass=mass, S0=S0, J0=J0, Sb=Sb, Sbkl=Sbkl, C=C, Ir=Ir, Me=Me, Ke=Ke, De=De,
+        Ga=Ga, Gb=Gb,
+        mk_body=np.array(mk_body, np.int64), mk_s0=np.array(mk_s0).reshape(-1, 3),
+        mk_R0=np.array(mk_R0).reshape(-1, 3, 3), mk_Phi=np.array(mk_Phi).reshape(-1, 3, nmax),
+        mk_Psi=np.array(mk_Psi).reshape(-1, 3, nmax), mk_H=np.array(mk_H).reshape(-1, nmax, nmax),
+        uq=uq, k_spring=k_spring, c_spring=c_spring, q_preload=q_preload, drive=drive, drive_in=drive_in,
+        drive_prof=drive_prof, kp=kp, kd=kd, motor_J=motor_J,
+        prof_code=prof_code, prof_par=prof_par, prof_t=prof_t, prof_c=prof_c, prof_n=prof_n,
+        pf_marker=np.array([markers[f"{ld.body}.{ld.marker}"] for ld in pfs], np.int64),
+        pf_force=np.array([ld.force for ld in pfs], float).reshape(-1, 3),
+        pf_torque=np.array([ld.torque for ld in pfs], float).reshape(-1, 3),
+        pf_frame=np.array([1 if ld.frame == "body" else 0 for ld in pfs], np.int64),
+        pf_input=np.full(len(pfs), -1, np.int64),
+        sd_a=np.array([markers[ld.marker_a] for ld in sds], np.int64),
+        sd_b=np.array([markers[ld.marker_b] for ld in sds], np.int64),
+        sd_k=np.array([ld.stiffness for ld in sds], float),
+        sd_c=np.array([ld.damping for ld in sds], float),
+        sd_l0=np.array([ld.rest_length for ld in sds], float),
+    )
+
+    q0 = np.zeros(nq)
+    u0 = np.zeros(nv)
+    for i, j in enumerate(joints):
+        q0[jq[i]:jq[i] + jnq[i]] = _initial_joint_q(j.type, j.q0)
+        if len(j.qd0):
+            u0[ju[i]:ju[i] + jnv[i]] = np.asarray(j.qd0, dtype=float).ravel()
+    return System(
+        model=model, arrays=arrays, q0=q0, u0=u0,
+        bodies=[b.name for b in bodies], joints=[j.name for j in joints],
+        joint_q={j.name: (int(jq[i]), int(jnq[i])) for i, j in enumerate(joints)},
+        joint_u={j.name: (int(ju[i]), int(jnv[i])) for i, j in enumerate(joints)},
+        body_eta={b.name: (int(eq[i]), int(nm[i])) for i, b in enumerate(bodies) if nm[i] > 0},
+        flex=flex, inputs=inputs, input_defaults=np.array(input_defaults, float),
+        markers=markers, sensors={s.name: markers[f"{s.body}.{s.marker}"] for s in model.sensors},
+        drives=drives,
+    )
