@@ -187,8 +187,8 @@ def _profile_row(p) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
     knots = np.zeros(0)
     coef = np.zeros((0, 4))
     if p.type == "constant":
-        par[0] = p.value
-    elif p.type == "ramp":
+        par[:2] = p.value, p.rate
+    elif p.type in ("ramp", "cycloidal"):
         par[:4] = p.q0, p.q1, p.t0, p.t1
     elif p.type == "sine":
         par[:4] = p.offset, p.amplitude, p.frequency, p.phase

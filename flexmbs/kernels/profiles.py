@@ -9,7 +9,7 @@ from numba import njit
 
 from .rotations import JIT
 
-CONSTANT, RAMP, SINE, TABLE, SPIN_UP, INPUT = 0, 1, 2, 3, 4, 5
+CONSTANT, RAMP, SINE, TABLE, SPIN_UP, INPUT, CYCLOIDAL = 0, 1, 2, 3, 4, 5, 6
 NPAR = 6
 
 
@@ -21,18 +21,28 @@ def _quintic(s):
 
 
 @njit(**JIT)
+def _cycloid(s):
+    """Cycloidal step s - sin(2 pi s)/(2 pi) on [0, 1] and its first two derivatives."""
+    w = 2.0 * np.pi
+    return s - np.sin(w * s) / w, 1.0 - np.cos(w * s), w * np.sin(w * s)
+
+
+@njit(**JIT)
 def evaluate(code, par, tab_t, tab_c, ntab, inputs, t):
     """Return (q, qd, qdd) of one profile at time t [s]."""
     if code == CONSTANT:
-        return par[0], 0.0, 0.0
-    if code == RAMP:
+        return par[0] + par[1] * t, par[1], 0.0
+    if code == RAMP or code == CYCLOIDAL:
         q0, q1, t0, t1 = par[0], par[1], par[2], par[3]
         if t <= t0:
             return q0, 0.0, 0.0
         if t >= t1:
             return q1, 0.0, 0.0
         d = t1 - t0
-        p, dp, ddp = _quintic((t - t0) / d)
+        if code == RAMP:
+            p, dp, ddp = _quintic((t - t0) / d)
+        else:
+            p, dp, ddp = _cycloid((t - t0) / d)
         return q0 + (q1 - q0) * p, (q1 - q0) * dp / d, (q1 - q0) * ddp / (d * d)
     if code == SINE:
         off, amp, f, ph = par[0], par[1], par[2], par[3]

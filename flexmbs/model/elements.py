@@ -33,7 +33,7 @@ JOINT_NQ = {"revolute": 1, "prismatic": 1, "cylindrical": 2, "universal": 2, "sp
             "planar": 3, "free": 7, "fixed": 0}
 JOINT_NV = {"revolute": 1, "prismatic": 1, "cylindrical": 2, "universal": 2, "spherical": 3,
             "planar": 3, "free": 6, "fixed": 0}
-PROFILE_TYPES: tuple[str, ...] = ("constant", "ramp", "sine", "table", "spin_up", "input")
+PROFILE_TYPES: tuple[str, ...] = ("constant", "ramp", "sine", "table", "spin_up", "input", "cycloidal")
 METHODS: tuple[str, ...] = ("rk4", "dopri5", "implicit")
 
 
@@ -135,15 +135,17 @@ class Body:
 class Profile:
     """A prescribed time function q(t) with exact derivatives qd, qdd.
 
-    constant: value. ramp: quintic from q0 to q1 over [t0, t1] (zero velocity and acceleration
-    at both ends). sine: offset + amplitude sin(2 pi frequency t + phase) (frequency [Hz], phase
+    constant: value + rate t (rate [1/s], default 0). ramp: quintic from q0 to q1 over [t0, t1]
+    (zero velocity and acceleration at both ends). cycloidal: q0 + (q1 - q0)(s - sin(2 pi s)/(2 pi)),
+    s = (t - t0)/(t1 - t0) (seed 004 eqs. 9.21-9.26; zero rate at both ends). sine: offset + amplitude sin(2 pi frequency t + phase) (frequency [Hz], phase
     [rad]). table: times and values, interpolated by a C2 cubic spline (clamped, zero end slope),
     held constant outside. spin_up: seed 004 eq. 9.18 angle with final rate omega_s [rad/s]
     reached at t_s [s]. input: taken from the model inputs at run time (FMU).
     """
 
-    type: Literal["constant", "ramp", "sine", "table", "spin_up", "input"]
+    type: Literal["constant", "ramp", "sine", "table", "spin_up", "input", "cycloidal"]
     value: float = 0.0
+    rate: float = 0.0
     q0: float = 0.0
     q1: float = 0.0
     t0: float = 0.0

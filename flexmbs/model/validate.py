@@ -35,7 +35,8 @@ _MARKER_FIELDS = {"rigid": ("position", "rotation"), "beam": ("x", "node", "rota
 _SECTION_FIELDS = {"rectangle": ("width", "height"), "circle": ("diameter",),
                    "tube": ("outer_diameter", "thickness"),
                    "box_tube": ("width", "height", "thickness"), "explicit": ("A", "Iy", "Iz", "J")}
-_PROFILE_FIELDS = {"constant": ("value",), "ramp": ("q0", "q1", "t0", "t1"),
+_PROFILE_FIELDS = {"constant": ("value", "rate"), "ramp": ("q0", "q1", "t0", "t1"),
+                   "cycloidal": ("q0", "q1", "t0", "t1"),
                    "sine": ("offset", "amplitude", "frequency", "phase"),
                    "table": ("times", "values"), "spin_up": ("omega_s", "t_s"), "input": ()}
 _DRIVE_FIELDS = {"passive": (), "torque": ("torque",), "motion": ("profile",),
@@ -477,6 +478,7 @@ class _Checker:
         if j.spring is not None and self.instance(loc + ("spring",), j.spring, Spring, "spring"):
             self.numbers(loc + ("spring",), j.spring, ("stiffness", "damping"), "non-negative")
             self.number(loc + ("spring", "preload"), j.spring.preload)
+        self.number(loc + ("rotor_inertia",), j.rotor_inertia, "non-negative")
         if self.instance(loc + ("drive",), j.drive, Drive, "drive"):
             self.drive(loc + ("drive",), j.drive, j.type)
 
@@ -517,7 +519,7 @@ class _Checker:
             return
         if not all([self.number(loc + (name,), getattr(p, name)) for name in params]):
             return
-        if p.type == "ramp" and p.t1 <= p.t0:
+        if p.type in ("ramp", "cycloidal") and p.t1 <= p.t0:
             self.add(loc + ("t1",), f"expected t1 > t0, got t1 = {_num(p.t1)} <= t0 = {_num(p.t0)}")
         elif p.type == "spin_up":
             self.number(loc + ("t_s",), p.t_s, "positive")
