@@ -6,12 +6,9 @@
     result.plot("run.png")
 """
 
-import os as _os
+from ._cache import configure_numba_cache as _configure_numba_cache
 
-# numba's compiled kernels go to a persistent per-user cache so that a second process (or an
-# FMU instantiated again) starts without recompiling.
-_os.environ.setdefault(
-    "NUMBA_CACHE_DIR", _os.path.join(_os.path.expanduser("~"), ".cache", "flexmbs", "numba"))
+_configure_numba_cache()
 
 from .model import ModelError, load_model, model_from_dict  # noqa: E402
 from .simulate import Result, simulate  # noqa: E402
@@ -21,3 +18,7 @@ from .system import System, compile_model  # noqa: E402
 __all__ = ["ModelError", "Result", "SolverError", "System", "compile_model", "load_model",
            "model_from_dict", "simulate"]
 __version__ = "0.1.0"
+
+from .linearize import LinearSystem, ModesResult, equilibrium, linearize, modes  # noqa: E402
+
+__all__ += ["LinearSystem", "ModesResult", "equilibrium", "linearize", "modes"]

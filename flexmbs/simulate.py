@@ -216,14 +216,13 @@ def simulate(model: Union[Model, System], t_end: float, *, method: Optional[str]
     if bar is not None:
         bar.close()
     S = system.arrays
-    W = stepper.W
     sensors = np.array(list(system.sensors.values()), dtype=np.int64)
     Xo = np.zeros_like(X)
     Ud = np.zeros((t.size, S.nv))
     Tau = np.zeros((t.size, S.nv))
     En = np.zeros((t.size, 4))
     Sens = np.zeros((t.size, sensors.size, 18))
-    sample(S, W, sensors, t, X, U, Xo, Ud, Tau, En, Sens)
+    sample(system.ref, stepper.W, sensors, t, X, U, Xo, Ud, Tau, En, Sens)
     sig, units = _signals(system, t, Xo, Ud, Tau, En, Sens)
     stats = dict(method=settings.method, steps=stepper.nsteps, rejected=stepper.nrejected, wall_time=wall)
     return Result(t, sig, units, stats, Xo)

@@ -7,7 +7,6 @@ leaves, so a parent always precedes its children.
 
 from __future__ import annotations
 
-from collections import namedtuple
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -18,40 +17,11 @@ from .flex import sections as sec
 from .flex.invariants import FlexBodyData, beam_body, superelement_body
 from .flex.superelement import load_matrix_market, load_npz
 from .kernels import profiles as prof
+from .kernels.structs import SystemArrays, box, make_workspace
 from .kernels.joints import CODE_OF, FREE, SPHERICAL
-from .kernels.dynamics import MOTION, PASSIVE, SERVO, TORQUE
+from .kernels.dynamics import MOTION, SERVO, TORQUE
 from .model import (GROUND, JOINT_NQ, JOINT_NV, PROFILE_TYPES, Body, Issue, Marker, Model, ModelError,
                     inertia_matrix, rotation_matrix, validate)
-
-SystemArrays = namedtuple("SystemArrays", [
-    "nb", "nq", "nv", "gravity",
-    # tree and joints, per body
-    "parent", "jtype", "pmark", "c_pos", "c_R", "axis1", "axis2", "jq", "jnq", "ju", "jnv",
-    "quat_q", "quat_u",
-    # body inertia (flexible bodies padded to nmax modes)
-    "nm", "eq", "ev", "mass", "S0", "J0", "Sb", "Sbkl", "C", "Ir", "Me", "Ke", "De", "Ga", "Gb",
-    # markers
-    "mk_body", "mk_s0", "mk_R0", "mk_Phi", "mk_Psi", "mk_H",
-    # per velocity coordinate: q index, spring, drive
-    "uq", "k_spring", "c_spring", "q_preload", "drive", "drive_in", "drive_prof", "kp", "kd", "motor_J",
-    # profiles
-    "prof_code", "prof_par", "prof_t", "prof_c", "prof_n",
-    # loads
-    "pf_marker", "pf_force", "pf_torque", "pf_frame", "pf_input",
-    "sd_a", "sd_b", "sd_k", "sd_c", "sd_l0",
-])
-
-Workspace = namedtuple("Workspace", [
-    "r", "A", "v", "w", "a", "al", "Jv", "Jw",
-    "k_r", "k_A", "k_v", "k_w", "k_a", "k_al", "k_Jv", "k_Jw", "k_p", "k_R", "k_cw", "k_Sv", "k_Sw",
-    "m_s", "m_Ds", "m_sd", "m_sb", "m_R", "m_wr", "m_wb", "m_t1", "m_t2",
-    "b_S", "b_J", "b_dA", "b_P", "b_Q", "b_pv", "b_pw",
-    "Jb", "cb", "wb", "Mb", "hb", "Fb",
-    "l_r", "l_A", "l_v", "l_w", "l_Jv", "l_Jw", "l_a", "l_al",
-    "l_r2", "l_A2", "l_v2", "l_w2", "l_Jv2", "l_Jw2",
-    "M", "Q", "L", "Mrow", "tau_drive", "xq", "xu",
-])
-
 
 @dataclass(frozen=True)
 class System:
@@ -87,30 +57,17 @@ class System:
     def nv(self) -> int:
         return int(self.arrays.nv)
 
-    def workspace(self) -> tuple:
-        """Fresh scratch arrays for the kernels (one per concurrent evaluation)."""
-        return make_workspace(self.arrays)
+    @property
+    def ref(self):
+        """The arrays boxed for the kernels (passed by reference, so calls stay cheap)."""
+        return self._ref
 
+    def workspace(self):
+        """Fresh boxed scratch arrays for the kernels (one per concurrent evaluation)."""
+        return box(make_workspace(self.arrays))
 
-def make_workspace(S) -> tuple:
-    nb, nv = S.nb, S.nv
-    nmax = S.Me.shape[1]
-    nbd = 6 + nmax
-    z = np.zeros
-    return Workspace(
-        r=z((nb, 3)), A=z((nb, 3, 3)), v=z((nb, 3)), w=z((nb, 3)), a=z((nb, 3)), al=z((nb, 3)),
-        Jv=z((nb, 3, nv)), Jw=z((nb, 3, nv)),
-        k_r=z(3), k_A=z((3, 3)), k_v=z(3), k_w=z(3), k_a=z(3), k_al=z(3), k_Jv=z((3, nv)), k_Jw=z((3, nv)),
-        k_p=z(3), k_R=z((3, 3)), k_cw=z(3), k_Sv=z((3, 6)), k_Sw=z((3, 6)),
-        m_s=z(3), m_Ds=z((3, nmax)), m_sd=z(3), m_sb=z(3), m_R=z((3, 3)), m_wr=z(3), m_wb=z(3),
-        m_t1=z(3), m_t2=z(3),
-        b_S=z(3), b_J=z((3, 3)), b_dA=z((3, 3)), b_P=z((3, 3, nmax)), b_Q=z((3, 3, nmax)), b_pv=z(3), b_pw=z(3),
-        Jb=z((nbd, nv)), cb=z(nbd), wb=z(nbd), Mb=z((nbd, nbd)), hb=z(nbd), Fb=z(nbd),
-        l_r=z(3), l_A=z((3, 3)), l_v=z(3), l_w=z(3), l_Jv=z((3, nv)), l_Jw=z((3, nv)), l_a=z(3), l_al=z(3),
-        l_r2=z(3), l_A2=z((3, 3)), l_v2=z(3), l_w2=z(3), l_Jv2=z((3, nv)), l_Jw2=z((3, nv)),
-        M=z((nv, nv)), Q=z(nv), L=z((nv, nv)), Mrow=z((nv, nv)), tau_drive=z(nv),
-        xq=z(S.nq), xu=z(nv),
-    )
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_ref", box(self.arrays))
 
 
 def _section(body: Body) -> sec.Section:

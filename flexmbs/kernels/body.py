@@ -20,20 +20,20 @@ h = Mdot w + [w x p_v; w x p_w + v x p_v; -dT/deta], p = M w; energy is conserve
 any M(eta) of this form, so the geometric stiffening terms cost no energy consistency.
 """
 
-import numpy as np
 from numba import njit
 
-from .rotations import JIT, cross
+from .linalg import fill2
+from .rotations import JIT, cross, cross_add
 
 
 @njit(**JIT)
-def _eps_contract(P, a):
-    """sum_kl eps_akl P[k, l] for a 3x3xn array P."""
+def _eps(P, a, j):
+    """sum_kl eps_akl P[k, l, j]."""
     if a == 0:
-        return P[1, 2] - P[2, 1]
+        return P[1, 2, j] - P[2, 1, j]
     if a == 1:
-        return P[2, 0] - P[0, 2]
-    return P[0, 1] - P[1, 0]
+        return P[2, 0, j] - P[0, 2, j]
+    return P[0, 1, j] - P[1, 0, j]
 
 
 @njit(**JIT)
@@ -44,104 +44,160 @@ def body_terms(S, W, b, eta, etad, vb, wb, gb, Mb, hb, Fb):
     """
     n = S.nm[b]
     m = S.mass[b]
-    tmp = W.m_t1
-    tmp2 = W.m_t2
-    Sb = S.Sb[b, :, :n]
-    Sbkl = S.Sbkl[b, :, :, :n]
-    C = S.C[b, :, :, :n, :n]
-    Ga = S.Ga[b, :n, :n]
-    P = W.b_P[:, :, :n]
-    Q = W.b_Q[:, :, :n]
+    t1 = W.m_t1
+    t2 = W.m_t2
+    P = W.b_P
+    Q = W.b_Q
+    Sb = S.Sb[b]
+    Sbkl = S.Sbkl[b]
+    C = S.C[b]
+    Ga = S.Ga[b]
+    Gb = S.Gb[b]
+    Gaeta = W.b_Gaeta
+    Gbeta = W.b_Gbeta
+    Gaetad = W.b_Gaetad
+    # P[k,l] = Sbkl[k,l] + C[l,k] eta (= ∫rho r_k Phi_l), Q[k,l] = C[k,l] etad
     for k in range(3):
         for l in range(3):
-            P[k, l] = Sbkl[k, l] + C[l, k] @ eta
-            Q[k, l] = C[k, l] @ etad
-    Gaeta = Ga @ eta
-    Gaetad = Ga @ etad
-    Gbeta = S.Gb[b, :n, :n] @ eta
+            for j in range(n):
+                sp = Sbkl[k, l, j]
+                sq = 0.0
+                for i in range(n):
+                    sp += C[l, k, j, i] * eta[i]
+                    sq += C[k, l, j, i] * etad[i]
+                P[k, l, j] = sp
+                Q[k, l, j] = sq
+    etaGaeta = 0.0
+    etaGbeta = 0.0
+    etadGbeta = 0.0
+    etadGaetad = 0.0
+    for j in range(n):
+        ga = 0.0
+        gb_ = 0.0
+        gad = 0.0
+        for i in range(n):
+            ga += Ga[j, i] * eta[i]
+            gb_ += Gb[j, i] * eta[i]
+            gad += Ga[j, i] * etad[i]
+        Gaeta[j] = ga
+        Gbeta[j] = gb_
+        Gaetad[j] = gad
+        etaGaeta += eta[j] * ga
+        etaGbeta += eta[j] * gb_
+        etadGbeta += etad[j] * gb_
+        etadGaetad += etad[j] * gad
 
-    Mb[:, :] = 0.0
-    Mve = Mb[0:3, 6:6 + n]
-    Mwe = Mb[3:6, 6:6 + n]
-    Mve[:, :] = Sb
-    Mve[0, :] -= Gaeta
+    fill2(Mb, 0.0)
+    # first moment S and its gradient Mve = dS/deta
     Sv = W.b_S
-    Sv[:] = S.S0[b] + Sb @ eta
-    Sv[0] -= 0.5 * (eta @ Gaeta)
+    for k in range(3):
+        acc = S.S0[b, k]
+        for j in range(n):
+            Mb[k, 6 + j] = Sb[k, j]
+            acc += Sb[k, j] * eta[j]
+        Sv[k] = acc
+    for j in range(n):
+        Mb[0, 6 + j] -= Gaeta[j]
+    Sv[0] -= 0.5 * etaGaeta
+    # dA = ∫rho (r r^T - u0 u0^T); J = J0 + tr(dA) I - dA
     dA = W.b_dA
     for k in range(3):
         for l in range(3):
-            dA[k, l] = P[k, l] @ eta + Sbkl[l, k] @ eta
-    dA[0, 0] -= eta @ Gbeta
-    J = W.b_J
-    J[:, :] = S.J0[b] - dA
+            acc = 0.0
+            for j in range(n):
+                acc += (P[k, l, j] + Sbkl[l, k, j]) * eta[j]
+            dA[k, l] = acc
+    dA[0, 0] -= etaGbeta
     tr = dA[0, 0] + dA[1, 1] + dA[2, 2]
-    for a in range(3):
-        J[a, a] += tr
-        Mwe[a, :] = S.Ir[b, a, :n] + _eps_contract(P, a)
-        Mb[a, a] = m
+    for k in range(3):
+        for l in range(3):
+            Mb[3 + k, 3 + l] = S.J0[b, k, l] - dA[k, l]
+        Mb[3 + k, 3 + k] += tr
+        Mb[k, k] = m
+        for j in range(n):
+            Mb[3 + k, 6 + j] = S.Ir[b, k, j] + _eps(P, k, j)
     Mb[0, 4] = Sv[2]
     Mb[0, 5] = -Sv[1]
     Mb[1, 3] = -Sv[2]
     Mb[1, 5] = Sv[0]
     Mb[2, 3] = Sv[1]
     Mb[2, 4] = -Sv[0]
-    Mb[3:6, 0:3] = Mb[0:3, 3:6].T
-    Mb[3:6, 3:6] = J
-    Mb[6:, 0:3] = Mve.T
-    Mb[6:, 3:6] = Mwe.T
-    Mb[6:, 6:] = S.Me[b, :n, :n]
+    for k in range(3):
+        for l in range(3):
+            Mb[3 + l, k] = Mb[k, 3 + l]
+    for k in range(6):
+        for j in range(n):
+            Mb[6 + j, k] = Mb[k, 6 + j]
+    for i in range(n):
+        for j in range(n):
+            Mb[6 + i, 6 + j] = S.Me[b, i, j]
 
     # momenta p_v = m v + w x S + Mve etad, p_w = S x v + J w + Mwe etad
     pv = W.b_pv
     pw = W.b_pw
-    cross(wb, Sv, tmp)
-    pv[:] = m * vb + tmp + Mve @ etad
-    cross(Sv, vb, tmp)
-    pw[:] = tmp + J @ wb + Mwe @ etad
-    # gyroscopic part
-    cross(wb, pv, tmp)
-    hb[0:3] = tmp
-    cross(wb, pw, tmp)
-    cross(vb, pv, tmp2)
-    hb[3:6] = tmp + tmp2
-    # gravity: F = -dV/dpi with V = -g.(m r + A S(eta))
-    Fb[0:3] = m * gb
-    cross(Sv, gb, tmp)
-    Fb[3:6] = tmp
+    for k in range(3):
+        a1 = m * vb[k]
+        a2 = 0.0
+        for l in range(3):
+            a2 += Mb[3 + k, 3 + l] * wb[l]
+        for j in range(n):
+            a1 += Mb[k, 6 + j] * etad[j]
+            a2 += Mb[3 + k, 6 + j] * etad[j]
+        pv[k] = a1
+        pw[k] = a2
+    cross_add(wb, Sv, pv, 1.0)
+    cross_add(Sv, vb, pw, 1.0)
+    # gyroscopic part and gravity F = -dV/dpi with V = -g.(m r + A S(eta))
+    cross(wb, pv, t1)
+    cross(wb, pw, t2)
+    cross_add(vb, pv, t2, 1.0)
+    cross(Sv, gb, W.m_sw)
+    for k in range(3):
+        hb[k] = t1[k]
+        hb[3 + k] = t2[k]
+        Fb[k] = m * gb[k]
+        Fb[3 + k] = W.m_sw[k]
     if n == 0:
         return
-    Fb[6:6 + n] = Mve.T @ gb
-    # Mdot w
-    Sd = Mve @ etad
-    cross(wb, Sd, tmp)
-    hb[0:3] += tmp
-    hb[0] -= etad @ Gaetad
+    Sd = W.b_Sd
+    for k in range(3):
+        acc = 0.0
+        for j in range(n):
+            acc += Mb[k, 6 + j] * etad[j]
+        Sd[k] = acc
+    for j in range(n):
+        Fb[6 + j] = Mb[0, 6 + j] * gb[0] + Mb[1, 6 + j] * gb[1] + Mb[2, 6 + j] * gb[2]
+    # Mdot w, rows v and w
+    cross_add(wb, Sd, hb, 1.0)
+    hb[0] -= etadGaetad
     dAd = W.b_dA
     for k in range(3):
         for l in range(3):
-            dAd[k, l] = P[k, l] @ etad + P[l, k] @ etad
-    dAd[0, 0] -= 2.0 * (etad @ Gbeta)
+            acc = 0.0
+            for j in range(n):
+                acc += (P[k, l, j] + P[l, k, j]) * etad[j]
+            dAd[k, l] = acc
+    dAd[0, 0] -= 2.0 * etadGbeta
     trd = dAd[0, 0] + dAd[1, 1] + dAd[2, 2]
-    cross(Sd, vb, tmp)
-    hb[3:6] += tmp
-    he = hb[6:6 + n]
-    he[:] = 0.0
+    cross(Sd, vb, t1)
     w2 = wb[0] ** 2 + wb[1] ** 2 + wb[2] ** 2
     for a in range(3):
-        # Mdot_we[a] = eps_akl Pdot_kl with Pdot_kl = Q[l, k] = -eps_akl Q_kl
-        Pd = -_eps_contract(Q, a)
-        s = trd * wb[a] + Pd @ etad
+        # Mdot_we[a] = eps_akl Pdot_kl with Pdot_kl = Q[l, k], i.e. -eps_akl Q_kl
+        s = trd * wb[a] + t1[a]
         for l in range(3):
             s -= dAd[a, l] * wb[l]
+        for j in range(n):
+            s -= _eps(Q, a, j) * etad[j]
         hb[3 + a] += s
-        # Mdot_we^T w and the Coriolis part of -dT/deta are equal: -w_a eps_akl C_kl etad each
-        he += 2.0 * wb[a] * Pd
-        # centrifugal part of -dT/deta
-        he -= w2 * P[a, a]
-        for l in range(3):
-            he += wb[a] * wb[l] * P[a, l]
-    # -dT/deta, remaining terms (the v_x Ga etad terms of Mdot w and dT/deta cancel)
-    cross(vb, wb, tmp)
-    he -= Mve.T @ tmp
-    he += (w2 - wb[0] ** 2) * Gbeta
+    # row eta: Mdot_we^T w and the Coriolis part of -dT/deta (equal), centrifugal part of
+    # -dT/deta, and -(dS/deta)^T (v x w); the v_x Ga etad terms of Mdot w and dT/deta cancel
+    cross(vb, wb, t2)
+    for j in range(n):
+        s = (w2 - wb[0] ** 2) * Gbeta[j]
+        for a in range(3):
+            s -= 2.0 * wb[a] * _eps(Q, a, j)
+            s -= w2 * P[a, a, j]
+            s -= Mb[a, 6 + j] * t2[a]
+            for l in range(3):
+                s += wb[a] * wb[l] * P[a, l, j]
+        hb[6 + j] = s

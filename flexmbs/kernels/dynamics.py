@@ -13,7 +13,8 @@ from numba import njit
 from . import profiles
 from .body import body_terms
 from .kinematics import forward, marker_world
-from .rotations import JIT, cross, quat_rate
+from .linalg import copy1, dot, fill1, fill2, mtv_add, mv
+from .rotations import JIT, quat_rate
 
 PASSIVE, TORQUE, MOTION, SERVO = 0, 1, 2, 3
 
@@ -32,23 +33,34 @@ def apply_prescribed(S, t, q, u, inputs):
 
 @njit(**JIT)
 def _body_jacobian(S, W, b):
-    """W.Jb[:6+n] = [A^T Jv; A^T Jw; E_eta] and the body-frame velocity-product term W.cb."""
+    """W.Jb[:6+n] = [A^T Jv; A^T Jw; E_eta], body-frame velocity W.wb and velocity-product
+    term W.cb = [A^T a - w x v; A^T al; 0]."""
     n = S.nm[b]
-    Jb = W.Jb[:6 + n]
-    At = W.A[b].T
-    Jb[0:3] = At @ W.Jv[b]
-    Jb[3:6] = At @ W.Jw[b]
-    Jb[6:] = 0.0
+    Jb = W.Jb
+    A = W.A[b]
+    Jv = W.Jv[b]
+    Jw = W.Jw[b]
+    for c in range(S.nv):
+        for i in range(3):
+            Jb[i, c] = A[0, i] * Jv[0, c] + A[1, i] * Jv[1, c] + A[2, i] * Jv[2, c]
+            Jb[3 + i, c] = A[0, i] * Jw[0, c] + A[1, i] * Jw[1, c] + A[2, i] * Jw[2, c]
+        for k in range(n):
+            Jb[6 + k, c] = 0.0
     for k in range(n):
         Jb[6 + k, S.ev[b] + k] = 1.0
-    vb = At @ W.v[b]
-    wb = At @ W.w[b]
-    cross(wb, vb, W.m_t1)
-    W.cb[0:3] = At @ W.a[b] - W.m_t1
-    W.cb[3:6] = At @ W.al[b]
-    W.cb[6:6 + n] = 0.0
-    W.wb[0:3] = vb
-    W.wb[3:6] = wb
+    wb = W.wb
+    cb = W.cb
+    for i in range(3):
+        wb[i] = A[0, i] * W.v[b, 0] + A[1, i] * W.v[b, 1] + A[2, i] * W.v[b, 2]
+        wb[3 + i] = A[0, i] * W.w[b, 0] + A[1, i] * W.w[b, 1] + A[2, i] * W.w[b, 2]
+        cb[i] = A[0, i] * W.a[b, 0] + A[1, i] * W.a[b, 1] + A[2, i] * W.a[b, 2]
+        cb[3 + i] = A[0, i] * W.al[b, 0] + A[1, i] * W.al[b, 1] + A[2, i] * W.al[b, 2]
+        W.b_g[i] = A[0, i] * S.gravity[0] + A[1, i] * S.gravity[1] + A[2, i] * S.gravity[2]
+    cb[0] -= wb[4] * wb[2] - wb[5] * wb[1]
+    cb[1] -= wb[5] * wb[0] - wb[3] * wb[2]
+    cb[2] -= wb[3] * wb[1] - wb[4] * wb[0]
+    for k in range(n):
+        cb[6 + k] = 0.0
 
 
 @njit(**JIT)
@@ -57,24 +69,53 @@ def assemble(S, W, t, q, u, inputs):
     forward(S, W, q, u)
     M = W.M
     Q = W.Q
-    M[:, :] = 0.0
-    Q[:] = 0.0
+    nv = S.nv
+    fill2(M, 0.0)
+    fill1(Q, 0.0)
     for b in range(S.nb):
         n = S.nm[b]
+        nb6 = 6 + n
         _body_jacobian(S, W, b)
-        Jb = W.Jb[:6 + n]
-        Mb = W.Mb[:6 + n, :6 + n]
-        hb = W.hb[:6 + n]
-        Fb = W.Fb[:6 + n]
-        eta = q[S.eq[b]:S.eq[b] + n]
-        etad = u[S.ev[b]:S.ev[b] + n]
-        gb = W.A[b].T @ S.gravity
-        body_terms(S, W, b, eta, etad, W.wb[0:3], W.wb[3:6], gb, Mb, hb, Fb)
-        Fb -= hb + Mb @ W.cb[:6 + n]
-        Fb[6:] -= S.Ke[b, :n, :n] @ eta + S.De[b, :n, :n] @ etad
-        MJ = Mb @ Jb
-        M += Jb.T @ MJ
-        Q += Jb.T @ Fb
+        e0 = S.eq[b]
+        v0 = S.ev[b]
+        eta = q[e0:e0 + n]
+        etad = u[v0:v0 + n]
+        Mb = W.Mb
+        hb = W.hb
+        Fb = W.Fb
+        body_terms(S, W, b, eta, etad, W.wb[0:3], W.wb[3:6], W.b_g, Mb, hb, Fb)
+        Jb = W.Jb
+        cb = W.cb
+        for i in range(nb6):
+            acc = Fb[i] - hb[i]
+            for j in range(nb6):
+                acc -= Mb[i, j] * cb[j]
+            Fb[i] = acc
+        for i in range(n):
+            acc = 0.0
+            for j in range(n):
+                acc += S.Ke[b, i, j] * eta[j] + S.De[b, i, j] * etad[j]
+            Fb[6 + i] -= acc
+        MJ = W.MJ
+        for i in range(nb6):
+            for c in range(nv):
+                acc = 0.0
+                for j in range(nb6):
+                    acc += Mb[i, j] * Jb[j, c]
+                MJ[i, c] = acc
+        for r in range(nv):
+            acc = 0.0
+            for i in range(nb6):
+                acc += Jb[i, r] * Fb[i]
+            Q[r] += acc
+            for c in range(r, nv):
+                acc = 0.0
+                for i in range(nb6):
+                    acc += Jb[i, r] * MJ[i, c]
+                M[r, c] += acc
+    for r in range(nv):
+        for c in range(r):
+            M[r, c] = M[c, r]
     _joint_forces(S, t, q, u, inputs, M, Q)
     _load_forces(S, W, q, u, inputs, Q)
 
@@ -103,28 +144,36 @@ def _load_forces(S, W, q, u, inputs, Q):
     """Point forces/torques on markers and spring-dampers between markers."""
     ra, Aa, va, wa, Jva, Jwa, aa, ala = W.l_r, W.l_A, W.l_v, W.l_w, W.l_Jv, W.l_Jw, W.l_a, W.l_al
     rb, Ab, vb, wb, Jvb, Jwb = W.l_r2, W.l_A2, W.l_v2, W.l_w2, W.l_Jv2, W.l_Jw2
+    F = W.l_F
+    T = W.l_T
     for f in range(S.pf_marker.shape[0]):
         marker_world(S, W, S.pf_marker[f], q, u, ra, Aa, va, wa, Jva, Jwa, aa, ala, True)
-        F = S.pf_force[f].copy()
-        T = S.pf_torque[f].copy()
         i0 = S.pf_input[f]
-        if i0 >= 0:
-            F += inputs[i0:i0 + 3]
-            T += inputs[i0 + 3:i0 + 6]
+        for k in range(3):
+            F[k] = S.pf_force[f, k] + (inputs[i0 + k] if i0 >= 0 else 0.0)
+            T[k] = S.pf_torque[f, k] + (inputs[i0 + 3 + k] if i0 >= 0 else 0.0)
         if S.pf_frame[f] == 1:
-            F = Aa @ F
-            T = Aa @ T
-        Q += Jva.T @ F + Jwa.T @ T
+            mv(Aa, F, W.m_t1)
+            copy1(W.m_t1, F)
+            mv(Aa, T, W.m_t1)
+            copy1(W.m_t1, T)
+        mtv_add(Jva, F, Q, 1.0)
+        mtv_add(Jwa, T, Q, 1.0)
     for s in range(S.sd_a.shape[0]):
         marker_world(S, W, S.sd_a[s], q, u, ra, Aa, va, wa, Jva, Jwa, aa, ala, True)
         marker_world(S, W, S.sd_b[s], q, u, rb, Ab, vb, wb, Jvb, Jwb, aa, ala, True)
-        d = rb - ra
-        ln = np.sqrt(d @ d)
+        for k in range(3):
+            F[k] = rb[k] - ra[k]
+        ln = np.sqrt(dot(F, F))
         if ln < 1e-12:
             continue
-        e = d / ln
-        f = S.sd_k[s] * (ln - S.sd_l0[s]) + S.sd_c[s] * (e @ (vb - va))
-        Q += f * (Jva.T @ e - Jvb.T @ e)
+        ldot = 0.0
+        for k in range(3):
+            F[k] /= ln
+            ldot += F[k] * (vb[k] - va[k])
+        f_ = S.sd_k[s] * (ln - S.sd_l0[s]) + S.sd_c[s] * ldot
+        mtv_add(Jva, F, Q, f_)
+        mtv_add(Jvb, F, Q, -f_)
 
 
 @njit(**JIT)
@@ -134,29 +183,34 @@ def accelerations(S, W, t, q, u, inputs, udot):
     apply_prescribed(S, t, q, u, inputs)
     assemble(S, W, t, q, u, inputs)
     M = W.M
-    rhs = W.Q.copy()
+    nv = S.nv
+    rhs_ = W.rhs
+    copy1(W.Q, rhs_)
     npres = 0
-    for c in range(S.nv):
+    for c in range(nv):
         if S.drive[c] == MOTION:
             p = S.drive_prof[c]
             _, _, qdd = profiles.evaluate(S.prof_code[p], S.prof_par[p], S.prof_t[p], S.prof_c[p],
                                           S.prof_n[p], inputs, t)
             udot[c] = qdd
-            W.Mrow[npres] = M[c]
+            copy1(M[c], W.Mrow[npres])
             npres += 1
-            rhs -= M[:, c] * qdd
-    for c in range(S.nv):
-        if S.drive[c] == MOTION:
-            M[c, :] = 0.0
-            M[:, c] = 0.0
-            M[c, c] = 1.0
-            rhs[c] = udot[c]
-    ok = cholesky_solve(M, rhs, W.L)
-    udot[:] = rhs
+            for r in range(nv):
+                rhs_[r] -= M[r, c] * qdd
+    if npres > 0:
+        for c in range(nv):
+            if S.drive[c] == MOTION:
+                for r in range(nv):
+                    M[c, r] = 0.0
+                    M[r, c] = 0.0
+                M[c, c] = 1.0
+                rhs_[c] = udot[c]
+    ok = cholesky_solve(M, rhs_, W.L)
+    copy1(rhs_, udot)
     npres = 0
-    for c in range(S.nv):
+    for c in range(nv):
         if S.drive[c] == MOTION:
-            W.tau_drive[c] = W.Mrow[npres] @ udot - W.Q[c]
+            W.tau_drive[c] = dot(W.Mrow[npres], udot) - W.Q[c]
             npres += 1
     return ok
 
@@ -197,6 +251,8 @@ def qdot_of(S, q, u, qd):
         if S.uq[c] >= 0:
             qd[S.uq[c]] = u[c]
     for i in range(S.nb):
+        for k in range(S.nm[i]):
+            qd[S.eq[i] + k] = u[S.ev[i] + k]
         k = S.quat_q[i]
         if k >= 0:
             quat_rate(q[k:k + 4], u[S.quat_u[i]:S.quat_u[i] + 3], qd[k:k + 4])
@@ -208,8 +264,8 @@ def rhs(S, W, t, x, inputs, xd):
     nq = S.nq
     q = W.xq
     u = W.xu
-    q[:] = x[:nq]
-    u[:] = x[nq:]
+    copy1(x[:nq], q)
+    copy1(x[nq:], u)
     ok = accelerations(S, W, t, q, u, inputs, xd[nq:])
     qdot_of(S, q, u, xd[:nq])
     return ok

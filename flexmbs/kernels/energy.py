@@ -5,6 +5,7 @@ from numba import njit
 
 from .dynamics import assemble
 from .kinematics import marker_world
+from .linalg import dot, mv, quad
 from .rotations import JIT
 
 
@@ -12,16 +13,22 @@ from .rotations import JIT
 def energies(S, W, t, q, u, inputs, out):
     """out = [kinetic, gravity potential, strain, spring]. q, u hold prescribed values."""
     assemble(S, W, t, q, u, inputs)
-    out[0] = 0.5 * (u @ (W.M @ u))
+    out[0] = 0.5 * quad(u, W.M, u)
     vg = 0.0
     ve = 0.0
+    s = W.m_t1
     for b in range(S.nb):
         n = S.nm[b]
         eta = q[S.eq[b]:S.eq[b] + n]
-        s = S.S0[b] + S.Sb[b, :, :n] @ eta
-        s[0] -= 0.5 * (eta @ (S.Ga[b, :n, :n] @ eta))
-        vg -= S.gravity @ (S.mass[b] * W.r[b] + W.A[b] @ s)
-        ve += 0.5 * (eta @ (S.Ke[b, :n, :n] @ eta))
+        for k in range(3):
+            s[k] = S.S0[b, k]
+            for j in range(n):
+                s[k] += S.Sb[b, k, j] * eta[j]
+        s[0] -= 0.5 * quad(eta, S.Ga[b, :n, :n], eta)
+        mv(W.A[b], s, W.m_t2)
+        for k in range(3):
+            vg -= S.gravity[k] * (S.mass[b] * W.r[b, k] + W.m_t2[k])
+        ve += 0.5 * quad(eta, S.Ke[b, :n, :n], eta)
     out[1] = vg
     out[2] = ve
     vs = 0.0
@@ -31,6 +38,8 @@ def energies(S, W, t, q, u, inputs, out):
     for k in range(S.sd_a.shape[0]):
         marker_world(S, W, S.sd_a[k], q, u, W.l_r, W.l_A, W.l_v, W.l_w, W.l_Jv, W.l_Jw, W.l_a, W.l_al, False)
         marker_world(S, W, S.sd_b[k], q, u, W.l_r2, W.l_A2, W.l_v2, W.l_w2, W.l_Jv2, W.l_Jw2, W.l_a, W.l_al, False)
-        d = W.l_r2 - W.l_r
-        vs += 0.5 * S.sd_k[k] * (np.sqrt(d @ d) - S.sd_l0[k]) ** 2
+        d = W.l_F
+        for i in range(3):
+            d[i] = W.l_r2[i] - W.l_r[i]
+        vs += 0.5 * S.sd_k[k] * (np.sqrt(dot(d, d)) - S.sd_l0[k]) ** 2
     out[3] = vs

@@ -6,6 +6,7 @@ from numba import njit
 from .dynamics import MOTION, SERVO, TORQUE, accelerations, apply_prescribed
 from .energy import energies
 from .kinematics import marker_world
+from .linalg import copy1
 from .profiles import evaluate
 from .rotations import JIT
 
@@ -37,8 +38,8 @@ def sample(S, W, sensors, t, X, inputs, Xout, Ud, Tau, En, Sens):
     for k in range(t.size):
         q = Xout[k, :nq]
         u = Xout[k, nq:]
-        q[:] = X[k, :nq]
-        u[:] = X[k, nq:]
+        copy1(X[k, :nq], q)
+        copy1(X[k, nq:], u)
         apply_prescribed(S, t[k], q, u, inputs[k])
         accelerations(S, W, t[k], q, u, inputs[k], Ud[k])
         drive_torques(S, W, t[k], q, u, inputs[k], Tau[k])

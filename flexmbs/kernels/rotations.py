@@ -1,4 +1,5 @@
-"""Small 3-D rotation helpers (numba). Quaternions are [w, x, y, z], unit norm."""
+"""Small 3-D rotation helpers (numba); results go into caller-provided arrays.
+Quaternions are [w, x, y, z], unit norm."""
 
 import numpy as np
 from numba import njit
@@ -15,32 +16,46 @@ def cross(a, b, out):
 
 
 @njit(**JIT)
-def cross3(a, b):
-    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
+def cross_add(a, b, out, alpha):
+    """out += alpha a x b."""
+    out[0] += alpha * (a[1] * b[2] - a[2] * b[1])
+    out[1] += alpha * (a[2] * b[0] - a[0] * b[2])
+    out[2] += alpha * (a[0] * b[1] - a[1] * b[0])
 
 
 @njit(**JIT)
-def skew(a):
-    return np.array([[0.0, -a[2], a[1]], [a[2], 0.0, -a[0]], [-a[1], a[0], 0.0]])
+def _rodrigues(k, c1, c2, out):
+    """out = I + c1 skew(k) + c2 skew(k)^2."""
+    x, y, z = k[0], k[1], k[2]
+    out[0, 0] = 1.0 - c2 * (y * y + z * z)
+    out[1, 1] = 1.0 - c2 * (x * x + z * z)
+    out[2, 2] = 1.0 - c2 * (x * x + y * y)
+    out[0, 1] = -c1 * z + c2 * x * y
+    out[1, 0] = c1 * z + c2 * x * y
+    out[0, 2] = c1 * y + c2 * x * z
+    out[2, 0] = -c1 * y + c2 * x * z
+    out[1, 2] = -c1 * x + c2 * y * z
+    out[2, 1] = c1 * x + c2 * y * z
 
 
 @njit(**JIT)
-def rot_axis(axis, angle):
-    """Rotation matrix for a rotation of `angle` [rad] about the unit vector `axis`."""
-    c = np.cos(angle)
-    s = np.sin(angle)
-    k = skew(axis)
-    return np.eye(3) + s * k + (1.0 - c) * (k @ k)
+def rot_axis(axis, angle, out):
+    """out = rotation by `angle` [rad] about the unit vector `axis`."""
+    _rodrigues(axis, np.sin(angle), 1.0 - np.cos(angle), out)
 
 
 @njit(**JIT)
-def quat_to_matrix(q):
+def quat_to_matrix(q, out):
     w, x, y, z = q[0], q[1], q[2], q[3]
-    return np.array([
-        [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-        [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-        [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
-    ])
+    out[0, 0] = 1 - 2 * (y * y + z * z)
+    out[0, 1] = 2 * (x * y - w * z)
+    out[0, 2] = 2 * (x * z + w * y)
+    out[1, 0] = 2 * (x * y + w * z)
+    out[1, 1] = 1 - 2 * (x * x + z * z)
+    out[1, 2] = 2 * (y * z - w * x)
+    out[2, 0] = 2 * (x * z - w * y)
+    out[2, 1] = 2 * (y * z + w * x)
+    out[2, 2] = 1 - 2 * (x * x + y * y)
 
 
 @njit(**JIT)
@@ -50,16 +65,6 @@ def quat_rate(q, w_body, out):
     out[1] = 0.5 * (q[0] * w_body[0] + q[2] * w_body[2] - q[3] * w_body[1])
     out[2] = 0.5 * (q[0] * w_body[1] + q[3] * w_body[0] - q[1] * w_body[2])
     out[3] = 0.5 * (q[0] * w_body[2] + q[1] * w_body[1] - q[2] * w_body[0])
-
-
-@njit(**JIT)
-def expmap(psi):
-    """exp(skew(psi)): rotation by the rotation vector psi [rad]."""
-    th = np.sqrt(psi[0] ** 2 + psi[1] ** 2 + psi[2] ** 2)
-    a, b = _dexp_coeffs(th)
-    k = skew(psi)
-    # sin(th)/th = 1 - th^2 b; (1-cos th)/th^2 = a
-    return np.eye(3) + (1.0 - th * th * b) * k + a * (k @ k)
 
 
 @njit(**JIT)
@@ -79,28 +84,42 @@ def _dexp_coeff_rates(th):
         return -1.0 / 12.0 + t2 / 180.0 - t2 * t2 / 6720.0, -1.0 / 60.0 + t2 / 1260.0 - t2 * t2 / 60480.0
     s = np.sin(th)
     c = np.cos(th)
-    da = (th * s - 2.0 * (1.0 - c)) / th ** 4
-    db = (th * (1.0 - c) - 3.0 * (th - s)) / th ** 5
-    return da, db
+    return (th * s - 2.0 * (1.0 - c)) / th ** 4, (th * (1.0 - c) - 3.0 * (th - s)) / th ** 5
 
 
 @njit(**JIT)
-def dexp(psi):
-    """T(psi) with d/dt exp(skew psi) exp(skew psi)^T = skew(T(psi) psi_dot) (spatial tangent)."""
+def expmap(psi, out):
+    """out = exp(skew(psi)): rotation by the rotation vector psi [rad]."""
     th = np.sqrt(psi[0] ** 2 + psi[1] ** 2 + psi[2] ** 2)
     a, b = _dexp_coeffs(th)
-    k = skew(psi)
-    return np.eye(3) + a * k + b * (k @ k)
+    _rodrigues(psi, 1.0 - th * th * b, a, out)
 
 
 @njit(**JIT)
-def dexp_bias(psi, psid):
-    """d/dt(T(psi)) psid: the velocity-product part of the angular acceleration."""
+def dexp(psi, out):
+    """out = T(psi), with d/dt exp(skew psi) exp(skew psi)^T = skew(T(psi) psi_dot)."""
     th = np.sqrt(psi[0] ** 2 + psi[1] ** 2 + psi[2] ** 2)
     a, b = _dexp_coeffs(th)
+    _rodrigues(psi, a, b, out)
+
+
+@njit(**JIT)
+def dexp_bias(psi, psid, out):
+    """out = d/dt(T(psi)) psid: the velocity-product part of the angular acceleration."""
+    th = np.sqrt(psi[0] ** 2 + psi[1] ** 2 + psi[2] ** 2)
+    _, b = _dexp_coeffs(th)
     da, db = _dexp_coeff_rates(th)
     pp = psi[0] * psid[0] + psi[1] * psid[1] + psi[2] * psid[2]
-    c1 = cross3(psi, psid)
-    c2 = cross3(psi, c1)
-    c3 = cross3(psid, c1)
-    return da * pp * c1 + db * pp * c2 + b * c3
+    c1x = psi[1] * psid[2] - psi[2] * psid[1]
+    c1y = psi[2] * psid[0] - psi[0] * psid[2]
+    c1z = psi[0] * psid[1] - psi[1] * psid[0]
+    # psi x c1 and psid x c1
+    c2x = psi[1] * c1z - psi[2] * c1y
+    c2y = psi[2] * c1x - psi[0] * c1z
+    c2z = psi[0] * c1y - psi[1] * c1x
+    c3x = psid[1] * c1z - psid[2] * c1y
+    c3y = psid[2] * c1x - psid[0] * c1z
+    c3z = psid[0] * c1y - psid[1] * c1x
+    out[0] = da * pp * c1x + db * pp * c2x + b * c3x
+    out[1] = da * pp * c1y + db * pp * c2y + b * c3y
+    out[2] = da * pp * c1z + db * pp * c2z + b * c3z

@@ -26,18 +26,23 @@ def rk4_advance(S, W, t, x, t_end, h, inputs, K, xs):
     if n < 1:
         return OK, 0
     hh = (t_end - t) / n
+    nx = x.size
     for k in range(n):
         tk = t + k * hh
         st = f_eval(S, W, tk, x, inputs, K[0])
-        xs[:] = x + 0.5 * hh * K[0]
+        for i in range(nx):
+            xs[i] = x[i] + 0.5 * hh * K[0, i]
         st |= f_eval(S, W, tk + 0.5 * hh, xs, inputs, K[1])
-        xs[:] = x + 0.5 * hh * K[1]
+        for i in range(nx):
+            xs[i] = x[i] + 0.5 * hh * K[1, i]
         st |= f_eval(S, W, tk + 0.5 * hh, xs, inputs, K[2])
-        xs[:] = x + hh * K[2]
+        for i in range(nx):
+            xs[i] = x[i] + hh * K[2, i]
         st |= f_eval(S, W, tk + hh, xs, inputs, K[3])
         if st != OK:
             return st, k
-        x += (hh / 6.0) * (K[0] + 2.0 * K[1] + 2.0 * K[2] + K[3])
+        for i in range(nx):
+            x[i] += (hh / 6.0) * (K[0, i] + 2.0 * K[1, i] + 2.0 * K[2, i] + K[3, i])
         project(S, x)
         if not all_finite(x):
             return NOT_FINITE, k
@@ -54,18 +59,21 @@ def dopri5_advance(S, W, t, x, t_end, h, h_max, h_min, rtol, atol, inputs, K, xs
     while t < t_end - 1e-12 * max(1.0, abs(t_end)):
         h = min(h, h_max, t_end - t)
         last = h >= t_end - t
+        nx = x.size
         for s in range(1, 7):
-            xs[:] = x
-            for j in range(s):
-                if _A[s, j] != 0.0:
-                    xs += (h * _A[s, j]) * K[j]
+            for i in range(nx):
+                acc = x[i]
+                for j in range(s):
+                    acc += h * _A[s, j] * K[j, i]
+                xs[i] = acc
             st = f_eval(S, W, t + _C[s] * h, xs, inputs, K[s])
             if st != OK:
                 return st, h, nsteps, nrej
-        err[:] = 0.0
-        for j in range(7):
-            if _E[j] != 0.0:
-                err += (h * _E[j]) * K[j]
+        for i in range(nx):
+            acc = 0.0
+            for j in range(7):
+                acc += h * _E[j] * K[j, i]
+            err[i] = acc
         en = error_norm(err, x, xs, atol, rtol)
         if not np.isfinite(en):
             en = 1e10

@@ -87,7 +87,7 @@ class Stepper:
     def advance(self, t: float, x: np.ndarray, t_end: float, inputs: np.ndarray) -> None:
         """Integrate x in place from t to t_end [s] with constant inputs. Raises SolverError;
         on failure x is left at the last accepted internal step, which is not t_end."""
-        S, st = self.system.arrays, self.settings
+        S, st = self.system.ref, self.settings
         h_min = 1e-14 * max(1.0, abs(t_end))
         if self.code == RK4:
             status, n = rk4_advance(S, self.W, t, x, t_end, st.step, inputs, self.K, self.xs)

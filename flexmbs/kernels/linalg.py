@@ -1,0 +1,140 @@
+"""Loop-based small dense linear algebra for the kernels (numba).
+
+numba maps `@` to BLAS, whose call overhead and temporaries dominate for the 3x3 and (6+n)
+sized blocks of multibody kernels; these write into caller-provided arrays instead.
+"""
+
+from numba import njit
+
+from .rotations import JIT
+
+
+@njit(**JIT)
+def mv(A, x, out):
+    """out = A x."""
+    for i in range(A.shape[0]):
+        s = 0.0
+        for j in range(A.shape[1]):
+            s += A[i, j] * x[j]
+        out[i] = s
+
+
+@njit(**JIT)
+def mv_add(A, x, out, alpha):
+    """out += alpha A x."""
+    for i in range(A.shape[0]):
+        s = 0.0
+        for j in range(A.shape[1]):
+            s += A[i, j] * x[j]
+        out[i] += alpha * s
+
+
+@njit(**JIT)
+def mtv(A, x, out):
+    """out = A^T x."""
+    for j in range(A.shape[1]):
+        s = 0.0
+        for i in range(A.shape[0]):
+            s += A[i, j] * x[i]
+        out[j] = s
+
+
+@njit(**JIT)
+def mtv_add(A, x, out, alpha):
+    """out += alpha A^T x."""
+    for j in range(A.shape[1]):
+        s = 0.0
+        for i in range(A.shape[0]):
+            s += A[i, j] * x[i]
+        out[j] += alpha * s
+
+
+@njit(**JIT)
+def mm(A, B, out):
+    """out = A B (out must not alias A or B)."""
+    for i in range(A.shape[0]):
+        for j in range(B.shape[1]):
+            s = 0.0
+            for k in range(A.shape[1]):
+                s += A[i, k] * B[k, j]
+            out[i, j] = s
+
+
+@njit(**JIT)
+def mm_add(A, B, out):
+    """out += A B."""
+    for i in range(A.shape[0]):
+        for j in range(B.shape[1]):
+            s = 0.0
+            for k in range(A.shape[1]):
+                s += A[i, k] * B[k, j]
+            out[i, j] += s
+
+
+@njit(**JIT)
+def mtm(A, B, out):
+    """out = A^T B."""
+    for i in range(A.shape[1]):
+        for j in range(B.shape[1]):
+            s = 0.0
+            for k in range(A.shape[0]):
+                s += A[k, i] * B[k, j]
+            out[i, j] = s
+
+
+@njit(**JIT)
+def mmt(A, B, out):
+    """out = A B^T."""
+    for i in range(A.shape[0]):
+        for j in range(B.shape[0]):
+            s = 0.0
+            for k in range(A.shape[1]):
+                s += A[i, k] * B[j, k]
+            out[i, j] = s
+
+
+@njit(**JIT)
+def dot(a, b):
+    s = 0.0
+    for i in range(a.shape[0]):
+        s += a[i] * b[i]
+    return s
+
+
+@njit(**JIT)
+def quad(x, A, y):
+    """x^T A y."""
+    s = 0.0
+    for i in range(A.shape[0]):
+        r = 0.0
+        for j in range(A.shape[1]):
+            r += A[i, j] * y[j]
+        s += x[i] * r
+    return s
+
+
+@njit(**JIT)
+def copy2(src, dst):
+    """dst[:, :] = src (loops compile far faster than numba's slice assignment)."""
+    for i in range(src.shape[0]):
+        for j in range(src.shape[1]):
+            dst[i, j] = src[i, j]
+
+
+@njit(**JIT)
+def fill2(dst, value):
+    for i in range(dst.shape[0]):
+        for j in range(dst.shape[1]):
+            dst[i, j] = value
+
+
+@njit(**JIT)
+def copy1(src, dst):
+    for i in range(src.shape[0]):
+        dst[i] = src[i]
+
+
+@njit(**JIT)
+def fill1(dst, value):
+    for i in range(dst.shape[0]):
+        dst[i] = value

@@ -1,0 +1,155 @@
+"""Data layout of the kernels: the compiled System arrays and the scratch Workspace, and the
+box that hands them to numba by reference.
+
+Kernels take (S, Wr), two boxes, and unpack S = Sr.t, W = Wr.t; passing the boxes instead of
+the ~100-field tuples keeps calls cheap and compilation fast.
+"""
+
+from collections import namedtuple
+
+import numpy as np
+from numba import njit, typeof, types
+from numba.experimental import structref
+from numba.experimental.structref import _Utils
+from numba.extending import intrinsic
+
+from .rotations import JIT
+
+SystemArrays = namedtuple("SystemArrays", [
+    "nb", "nq", "nv", "gravity",
+    # tree and joints, per body
+    "parent", "jtype", "pmark", "c_pos", "c_R", "axis1", "axis2", "jq", "jnq", "ju", "jnv",
+    "quat_q", "quat_u",
+    # body inertia (flexible bodies padded to nmax modes)
+    "nm", "eq", "ev", "mass", "S0", "J0", "Sb", "Sbkl", "C", "Ir", "Me", "Ke", "De", "Ga", "Gb",
+    # markers
+    "mk_body", "mk_s0", "mk_R0", "mk_Phi", "mk_Psi", "mk_H",
+    # per velocity coordinate: q index, spring, drive
+    "uq", "k_spring", "c_spring", "q_preload", "drive", "drive_in", "drive_prof", "kp", "kd", "motor_J",
+    # profiles
+    "prof_code", "prof_par", "prof_t", "prof_c", "prof_n",
+    # loads
+    "pf_marker", "pf_force", "pf_torque", "pf_frame", "pf_input",
+    "sd_a", "sd_b", "sd_k", "sd_c", "sd_l0",
+])
+
+Workspace = namedtuple("Workspace", [
+    "r", "A", "v", "w", "a", "al", "Jv", "Jw",
+    "k_r", "k_A", "k_v", "k_w", "k_a", "k_al", "k_Jv", "k_Jw", "k_p", "k_R", "k_cw", "k_Sv", "k_Sw",
+    "k_R1", "k_R2", "k_b", "k_pw", "k_wrel", "k_vrel", "k_d", "k_t3",
+    "m_s", "m_Ds", "m_sd", "m_sb", "m_R", "m_wr", "m_wb", "m_t1", "m_t2", "m_psi", "m_psid", "m_E", "m_T",
+    "m_sw", "m_sdw", "m_wrw", "m_TPsi",
+    "b_S", "b_dA", "b_P", "b_Q", "b_pv", "b_pw", "b_g", "b_Sd", "b_Gaeta", "b_Gbeta", "b_Gaetad",
+    "Jb", "cb", "wb", "Mb", "hb", "Fb", "MJ", "rhs", "l_F", "l_T",
+    "l_r", "l_A", "l_v", "l_w", "l_Jv", "l_Jw", "l_a", "l_al",
+    "l_r2", "l_A2", "l_v2", "l_w2", "l_Jv2", "l_Jw2",
+    "M", "Q", "L", "Mrow", "tau_drive", "xq", "xu",
+])
+
+
+
+
+def make_workspace(S) -> tuple:
+    """Scratch arrays sized for the System arrays S."""
+    nb, nv = S.nb, S.nv
+    nmax = S.Me.shape[1]
+    nbd = 6 + nmax
+    z = np.zeros
+    return Workspace(
+        r=z((nb, 3)), A=z((nb, 3, 3)), v=z((nb, 3)), w=z((nb, 3)), a=z((nb, 3)), al=z((nb, 3)),
+        Jv=z((nb, 3, nv)), Jw=z((nb, 3, nv)),
+        k_r=z(3), k_A=z((3, 3)), k_v=z(3), k_w=z(3), k_a=z(3), k_al=z(3), k_Jv=z((3, nv)), k_Jw=z((3, nv)),
+        k_p=z(3), k_R=z((3, 3)), k_cw=z(3), k_Sv=z((3, 6)), k_Sw=z((3, 6)),
+        k_R1=z((3, 3)), k_R2=z((3, 3)), k_b=z(3), k_pw=z(3), k_wrel=z(3), k_vrel=z(3), k_d=z(3), k_t3=z(3),
+        m_s=z(3), m_Ds=z((3, nmax)), m_sd=z(3), m_sb=z(3), m_R=z((3, 3)), m_wr=z(3), m_wb=z(3),
+        m_t1=z(3), m_t2=z(3), m_psi=z(3), m_psid=z(3), m_E=z((3, 3)), m_T=z((3, 3)),
+        m_sw=z(3), m_sdw=z(3), m_wrw=z(3), m_TPsi=z((3, nmax)),
+        b_S=z(3), b_dA=z((3, 3)), b_P=z((3, 3, nmax)), b_Q=z((3, 3, nmax)), b_pv=z(3), b_pw=z(3),
+        b_g=z(3), b_Sd=z(3), b_Gaeta=z(nmax), b_Gbeta=z(nmax), b_Gaetad=z(nmax),
+        Jb=z((nbd, nv)), cb=z(nbd), wb=z(nbd), Mb=z((nbd, nbd)), hb=z(nbd), Fb=z(nbd),
+        MJ=z((nbd, nv)), rhs=z(nv), l_F=z(3), l_T=z(3),
+        l_r=z(3), l_A=z((3, 3)), l_v=z(3), l_w=z(3), l_Jv=z((3, nv)), l_Jw=z((3, nv)), l_a=z(3), l_al=z(3),
+        l_r2=z(3), l_A2=z((3, 3)), l_v2=z(3), l_w2=z(3), l_Jv2=z((3, nv)), l_Jw2=z((3, nv)),
+        M=z((nv, nv)), Q=z(nv), L=z((nv, nv)), Mrow=z((nv, nv)), tau_drive=z(nv),
+        xq=z(S.nq), xu=z(nv),
+    )
+
+
+
+
+@structref.register
+class FieldsType(types.StructRef):
+    """A numba struct passed by reference whose fields mirror a namedtuple of arrays."""
+
+    def preprocess_fields(self, fields):
+        return tuple((name, types.unliteral(typ)) for name, typ in fields)
+
+
+class Fields(structref.StructRefProxy):
+    """Python handle of a FieldsType struct (opaque: read the arrays from the namedtuple)."""
+
+
+structref.define_boxing(FieldsType, Fields)
+
+
+@intrinsic
+def _fill(typingctx, st, tup):
+    """Copy every element of a namedtuple into the same-named field of a fresh struct."""
+
+    def codegen(context, builder, sig, args):
+        st_ty, tup_ty = sig.args
+        inst, tupval = args
+        data = _Utils(context, builder, st_ty).get_data_struct(inst)
+        for i, name in enumerate(tup_ty.fields):
+            val = builder.extract_value(tupval, i)
+            context.nrt.incref(builder, tup_ty.types[i], val)
+            setattr(data, name, val)
+        return context.get_dummy_value()
+
+    return types.none(st, tup), codegen
+
+
+def _struct_of(prototype: tuple) -> FieldsType:
+    return FieldsType(list(zip(type(prototype)._fields, typeof(prototype).types)))
+
+
+def _prototype_system() -> tuple:
+    """A SystemArrays with the right dtypes and dimensions (sizes are irrelevant to typing)."""
+    f, i = np.zeros, lambda *s: np.zeros(s, np.int64)
+    dims = dict(
+        nb=0, nq=0, nv=0, gravity=f(3), parent=i(0), jtype=i(0), pmark=i(0), c_pos=f((0, 3)),
+        c_R=f((0, 3, 3)), axis1=f((0, 3)), axis2=f((0, 3)), jq=i(0), jnq=i(0), ju=i(0), jnv=i(0),
+        quat_q=i(0), quat_u=i(0), nm=i(0), eq=i(0), ev=i(0), mass=f(0), S0=f((0, 3)), J0=f((0, 3, 3)),
+        Sb=f((0, 3, 1)), Sbkl=f((0, 3, 3, 1)), C=f((0, 3, 3, 1, 1)), Ir=f((0, 3, 1)), Me=f((0, 1, 1)),
+        Ke=f((0, 1, 1)), De=f((0, 1, 1)), Ga=f((0, 1, 1)), Gb=f((0, 1, 1)),
+        mk_body=i(0), mk_s0=f((0, 3)), mk_R0=f((0, 3, 3)), mk_Phi=f((0, 3, 1)), mk_Psi=f((0, 3, 1)),
+        mk_H=f((0, 1, 1)), uq=i(0), k_spring=f(0), c_spring=f(0), q_preload=f(0), drive=i(0),
+        drive_in=i(0), drive_prof=i(0), kp=f(0), kd=f(0), motor_J=f(0), prof_code=i(0),
+        prof_par=f((0, 6)), prof_t=f((0, 1)), prof_c=f((0, 1, 4)), prof_n=i(0), pf_marker=i(0),
+        pf_force=f((0, 3)), pf_torque=f((0, 3)), pf_frame=i(0), pf_input=i(0), sd_a=i(0), sd_b=i(0),
+        sd_k=f(0), sd_c=f(0), sd_l0=f(0))
+    return SystemArrays(**dims)
+
+
+_SYSTEM = _prototype_system()
+SYSTEM_STRUCT = _struct_of(_SYSTEM)
+WORK_STRUCT = _struct_of(make_workspace(_SYSTEM))
+
+
+@njit(**JIT)
+def _box_system(t):
+    b = structref.new(SYSTEM_STRUCT)
+    _fill(b, t)
+    return b
+
+
+@njit(**JIT)
+def _box_work(t):
+    b = structref.new(WORK_STRUCT)
+    _fill(b, t)
+    return b
+
+
+def box(t: tuple) -> Fields:
+    """Put a SystemArrays or a Workspace into a struct for the kernels."""
+    return _box_system(t) if isinstance(t, SystemArrays) else _box_work(t)

@@ -1,0 +1,570 @@
+"""Linearization, static equilibrium and natural modes of a model.
+
+State of the linear model (minimal coordinates)
+----------------------------------------------
+The linear model xdot = A x + B u, y = C x + D u describes small perturbations about a reference
+(t, x_ref, u_ref) in the FREE coordinates only:
+
+- motion-driven joint coordinates (and their rates) are prescribed by their profile, so they are
+  not states; a change of a profile input (`<joint>.q_ref` ...) enters through B and D;
+- for quaternion joints (spherical, and the rotation of a free joint) the 4 quaternion entries are
+  replaced by a local rotation vector delta (3) with q = q_ref (x) exp(delta/2), i.e. a rotation
+  expressed in the child marker frame, and the rates are the 3 angular-velocity coordinates; the
+  kinematic rows are ddelta/dt = J_r(delta)^-1 w, so the state is minimal (no unit-norm constraint).
+
+State names: `<joint>.q` / `<joint>.qd` (single-coordinate joints), `<joint>.q[i]` / `<joint>.qd[i]`
+(several coordinates), `<joint>.r[i]` / `<joint>.v[i]` (translation of a free joint),
+`<joint>.rot[i]` / `<joint>.w[i]` (rotation vector delta and angular velocity of a spherical or free
+joint), `<body>.eta[k]` / `<body>.etad[k]` (modal coordinates of flexible bodies and their rates).
+The first half of the states are positions, the second half the matching velocities.
+
+Outputs are any of those names, `<joint>.qdd[...]`, `<body>.tip_deflection[i]` (as in simulate's
+Result) and the same names for motion-driven joints; y = y0 + C dx + D du with y0 the value at the
+reference (the `rot[i]` outputs are measured from the reference orientation, so y0 = 0 there).
+
+The position rows use the kinematic definitions directly (qdot = u for joint and modal coordinates,
+the J_r^-1 map above for rotation vectors); the velocity rows come from the dynamics kernel `rhs`.
+
+Jacobians are central finite differences with steps eps^(1/3) times the state scales of
+flexmbs.solvers.stepper.state_scales (1 for joint coordinates, a small modal amplitude for eta).
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .kernels.dynamics import MOTION, rhs
+from .model.elements import JOINT_NV, Drive, Model, Profile
+from .simulate import _tip_marker
+from .solvers.stepper import state_scales
+from .system import System, compile_model
+
+__all__ = ["LinearSystem", "ModesResult", "equilibrium", "linearize", "modes"]
+
+_FD = np.finfo(float).eps ** (1.0 / 3.0)
+
+
+# --------------------------------------------------------------------------- quaternion helpers
+
+
+def _qmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Hamilton product a (x) b of quaternions [w, x, y, z]."""
+    aw, av = a[0], a[1:]
+    bw, bv = b[0], b[1:]
+    return np.concatenate([[aw * bw - av @ bv], aw * bv + bw * av + np.cross(av, bv)])
+
+
+def _qexp(rv: np.ndarray) -> np.ndarray:
+    """Unit quaternion of the rotation vector rv [rad] (= exp of the pure quaternion rv/2)."""
+    th = float(np.linalg.norm(rv))
+    if th < 1e-8:
+        return np.concatenate([[1.0 - th * th / 8.0], 0.5 * rv])
+    return np.concatenate([[np.cos(th / 2)], np.sin(th / 2) / th * rv])
+
+
+def _qlog(q: np.ndarray) -> np.ndarray:
+    """Rotation vector [rad] of a unit quaternion (shortest rotation)."""
+    q = q / np.linalg.norm(q)
+    if q[0] < 0:
+        q = -q
+    s = float(np.linalg.norm(q[1:]))
+    if s < 1e-12:
+        return 2.0 * q[1:]
+    return 2.0 * np.arctan2(s, q[0]) / s * q[1:]
+
+
+def _jr_inv(rv: np.ndarray) -> np.ndarray:
+    """Inverse right Jacobian of SO(3): d(rv)/dt = J_r(rv)^-1 w for R = R_ref exp(rv), w in body axes."""
+    th = float(np.linalg.norm(rv))
+    k = np.array([[0.0, -rv[2], rv[1]], [rv[2], 0.0, -rv[0]], [-rv[1], rv[0], 0.0]])
+    if th < 1e-4:
+        c = 1.0 / 12.0 + th * th / 720.0
+    else:
+        c = 1.0 / th ** 2 - (1.0 + np.cos(th)) / (2.0 * th * np.sin(th))
+    return np.eye(3) + 0.5 * k + c * (k @ k)
+
+
+# --------------------------------------------------------------------------- coordinates
+
+
+def _suffix(i: int, n: int) -> str:
+    return "" if n == 1 else f"[{i + 1}]"
+
+
+class _Coordinates:
+    """The free (minimal) coordinates of a System and every nameable signal."""
+
+    def __init__(self, system: System) -> None:
+        self.system = system
+        S = system.arrays
+        self.nq, self.nv = int(S.nq), int(S.nv)
+        self.xs = state_scales(system)
+        self.position_names: list[str] = []
+        self.velocity_names: list[str] = []
+        scalar_q: list[int] = []      # q index per position state (-1: rotation-vector entry)
+        vel_c: list[int] = []         # u index per velocity state
+        pos_scale: list[float] = []
+        self.quats: list[tuple[int, int, list[int]]] = []  # (q index, u index, position states)
+        self.signals: dict[str, tuple] = {}  # name -> (kind, index...)
+
+        def add(pos_name: str, vel_name: str, qi: int, c: int, scale: float | None = None) -> None:
+            self.position_names.append(pos_name)
+            self.velocity_names.append(vel_name)
+            scalar_q.append(qi)
+            vel_c.append(c)
+            pos_scale.append(self.xs[qi] if scale is None else scale)
+            if qi >= 0:
+                self.signals[pos_name] = ("q", qi)
+            self.signals[vel_name] = ("u", c)
+
+        for jn in system.joints:
+            jtype = system.model.joint(jn).type
+            q0, _ = system.joint_q[jn]
+            u0, nvj = system.joint_u[jn]
+            if jtype in ("spherical", "free"):
+                k0 = 3 if jtype == "free" else 0
+                for i in range(k0):
+                    add(f"{jn}.r[{i + 1}]", f"{jn}.v[{i + 1}]", q0 + i, u0 + i)
+                    self.signals[f"{jn}.vd[{i + 1}]"] = ("ud", u0 + i)
+                idx = []
+                for i in range(3):
+                    idx.append(len(self.position_names))
+                    add(f"{jn}.rot[{i + 1}]", f"{jn}.w[{i + 1}]", -1, u0 + k0 + i, scale=1.0)
+                    self.signals[f"{jn}.rot[{i + 1}]"] = ("rot", len(self.quats), i)
+                    self.signals[f"{jn}.wd[{i + 1}]"] = ("ud", u0 + k0 + i)
+                self.quats.append((q0 + k0, u0 + k0, idx))
+                continue
+            for i in range(nvj):
+                sfx = _suffix(i, nvj)
+                c = u0 + i
+                if S.drive[c] == MOTION:  # prescribed: an output, not a state
+                    self.signals[f"{jn}.q{sfx}"] = ("q", q0 + i)
+                    self.signals[f"{jn}.qd{sfx}"] = ("u", c)
+                else:
+                    add(f"{jn}.q{sfx}", f"{jn}.qd{sfx}", q0 + i, c)
+                self.signals[f"{jn}.qdd{sfx}"] = ("ud", c)
+        self.joint_positions = list(self.position_names)
+        for b, (e0, n) in system.body_eta.items():
+            ev = int(S.ev[system.bodies.index(b)])
+            for k in range(n):
+                add(f"{b}.eta[{k + 1}]", f"{b}.etad[{k + 1}]", e0 + k, ev + k)
+                self.signals[f"{b}.etadd[{k + 1}]"] = ("ud", ev + k)
+            _, Phi, _, H = _tip_marker(system.flex[b])
+            for i in range(3):
+                self.signals[f"{b}.tip_deflection[{i + 1}]"] = (
+                    "tip", i, e0, n, np.array(Phi[i, :n]), np.array(H[:n, :n]))
+        self.scalar_q = np.array(scalar_q, dtype=np.int64)
+        self.vel_c = np.array(vel_c, dtype=np.int64)
+        self.npos = len(self.position_names)
+        self.scales = np.concatenate([pos_scale, self.xs[self.nq + self.vel_c]])
+
+    @property
+    def state_names(self) -> list[str]:
+        return self.position_names + self.velocity_names
+
+    def lookup(self, name: str) -> tuple:
+        try:
+            return self.signals[name]
+        except KeyError:
+            close = difflib.get_close_matches(name, self.signals, n=3)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            raise KeyError(f"no output {name!r}{hint}") from None
+
+    def state(self, x_ref: np.ndarray, dz: np.ndarray) -> np.ndarray:
+        """Full state [q; u] of the reference perturbed by dz (minimal coordinates)."""
+        x = np.array(x_ref, dtype=float)
+        npos = self.npos
+        m = self.scalar_q >= 0
+        x[self.scalar_q[m]] += dz[:npos][m]
+        for qk, _, idx in self.quats:
+            x[qk:qk + 4] = _qmul(x_ref[qk:qk + 4], _qexp(dz[idx]))
+        x[self.nq + self.vel_c] += dz[npos:]
+        return x
+
+    def rates(self, W, xd: np.ndarray, dz: np.ndarray) -> np.ndarray:
+        """d(dz)/dt from the full-state derivative xd (W.xu holds the evaluated velocities)."""
+        npos = self.npos
+        zd = np.empty(2 * npos)
+        # scalar coordinates (joint coordinates other than quaternions, modal coordinates) have
+        # qdot = u by definition; taken from u directly, not from the kernel's qdot
+        m = self.scalar_q >= 0
+        zd[:npos][m] = W.xu[self.vel_c[m]]
+        for _, uk, idx in self.quats:
+            zd[idx] = _jr_inv(dz[idx]) @ W.xu[uk:uk + 3]
+        zd[npos:] = xd[self.nq + self.vel_c]
+        return zd
+
+    def output(self, name: str, W, xd: np.ndarray, x_ref: np.ndarray) -> float:
+        spec = self.lookup(name)
+        kind = spec[0]
+        if kind == "q":
+            return float(W.xq[spec[1]])
+        if kind == "u":
+            return float(W.xu[spec[1]])
+        if kind == "ud":
+            return float(xd[self.nq + spec[1]])
+        if kind == "rot":
+            qk = self.quats[spec[1]][0]
+            return float(_qlog(_qmul(x_ref[qk:qk + 4] * np.array([1, -1, -1, -1]), W.xq[qk:qk + 4]))[spec[2]])
+        _, i, e0, n, phi, H = spec
+        eta = W.xq[e0:e0 + n]
+        val = float(phi @ eta)
+        if i == 0:
+            val -= 0.5 * float(eta @ H @ eta)
+        return val
+
+
+def _kernel_args(system: System) -> tuple:
+    """(system argument, workspace argument, workspace tuple) for the kernels. The kernels take
+    either the plain tuples or boxes of them (System.ref); with boxes the workspace tuple is kept
+    here too (its arrays are shared with the box) so results can be read from Python."""
+    ref = getattr(system, "ref", None)
+    if ref is None:
+        W = system.workspace()
+        return system.arrays, W, W
+    from .kernels.structs import box, make_workspace
+    W = make_workspace(system.arrays)
+    return ref, box(W), W
+
+
+def _system_of(model_or_system: Model | System, spin: Mapping[str, float] | None = None) -> System:
+    """The System to analyse; with spin = {joint: rate [rad/s or m/s]} the named single-coordinate
+    joints become motion drives q = q0 + rate t (on a deep copy of the Model, then compiled)."""
+    if not spin:
+        return model_or_system if isinstance(model_or_system, System) else compile_model(model_or_system)
+    base = model_or_system.model if isinstance(model_or_system, System) else model_or_system
+    model = copy.deepcopy(base)
+    for jn, rate in spin.items():
+        j = model.joint(jn)
+        if JOINT_NV[j.type] != 1:
+            raise ValueError(f"spin: joint {jn!r} is a {j.type} joint; only single-coordinate joints "
+                             f"(revolute, prismatic) can be spun")
+        q0 = np.ravel(np.asarray(j.q0, dtype=float))
+        value = float(q0[0]) if q0.size else 0.0
+        j.drive = Drive(type="motion", profile=Profile(type="constant", value=value, rate=float(rate)))
+        j.qd0 = [float(rate)]
+    return compile_model(model)
+
+
+def _input_vector(system: System, inputs) -> np.ndarray:
+    """Input values (defaults overridden by a {name: value} mapping or a full array); length >= 1
+    so that the kernels always see the same array type."""
+    u = np.zeros(max(1, len(system.inputs)))
+    u[:len(system.inputs)] = system.input_defaults
+    if inputs is None:
+        return u
+    if isinstance(inputs, Mapping):
+        for name, val in inputs.items():
+            if name not in system.inputs:
+                raise KeyError(f"unknown input {name!r}; the model's inputs are: "
+                               f"{', '.join(system.inputs) or '(none)'}")
+            u[system.inputs.index(name)] = float(val)
+        return u
+    arr = np.asarray(inputs, dtype=float).ravel()
+    if arr.size != len(system.inputs):
+        raise ValueError(f"inputs: expected {len(system.inputs)} values ({', '.join(system.inputs)}), "
+                         f"got {arr.size}")
+    u[:arr.size] = arr
+    return u
+
+
+def _reference_state(system: System, x) -> np.ndarray:
+    nx = system.nq + system.nv
+    if x is None:
+        return np.concatenate([system.q0, system.u0]).astype(float)
+    x = np.array(x, dtype=float).ravel()
+    if x.size != nx:
+        raise ValueError(f"x: expected the full state [q; u] of length {nx}, got {x.size}")
+    return x
+
+
+class _Evaluator:
+    """f(dz, inputs) -> (d(dz)/dt, outputs) about a reference state, via the rhs kernel."""
+
+    def __init__(self, system: System, coords: _Coordinates, t: float, x_ref: np.ndarray,
+                 outputs: Sequence[str]) -> None:
+        self.system, self.coords, self.t, self.x_ref = system, coords, float(t), x_ref
+        self.outputs = list(outputs)
+        for name in self.outputs:
+            coords.lookup(name)
+        self.S_arg, self.W_arg, self.W = _kernel_args(system)
+        self.xd = np.zeros(system.nq + system.nv)
+
+    def __call__(self, dz: np.ndarray, inputs: np.ndarray) -> np.ndarray:
+        c = self.coords
+        x = c.state(self.x_ref, dz)
+        ok = rhs(self.S_arg, self.W_arg, self.t, x, inputs, self.xd)
+        if not ok:
+            raise RuntimeError("the mass matrix is singular or indefinite at the linearization point")
+        zd = c.rates(self.W, self.xd, dz)
+        y = np.array([c.output(n, self.W, self.xd, self.x_ref) for n in self.outputs])
+        return np.concatenate([zd, y])
+
+
+def _jacobian(f, n_out: int, z0: np.ndarray, steps: np.ndarray) -> np.ndarray:
+    J = np.zeros((n_out, z0.size))
+    for j in range(z0.size):
+        h = steps[j]
+        zp = z0.copy()
+        zm = z0.copy()
+        zp[j] += h
+        zm[j] -= h
+        J[:, j] = (f(zp) - f(zm)) / (2.0 * h)
+    return J
+
+
+# --------------------------------------------------------------------------- linearize
+
+
+@dataclass
+class LinearSystem:
+    """xdot = A x + B u, y = C x + D u about the reference (t, x0, u0) with outputs y0 there.
+
+    States are the free minimal coordinates (positions then velocities, see the module notes);
+    x0 is the full reference state [q; u] of the System, u0 the reference inputs.
+    """
+
+    A: np.ndarray
+    B: np.ndarray
+    C: np.ndarray
+    D: np.ndarray
+    state_names: list[str]
+    input_names: list[str]
+    output_names: list[str]
+    t: float = 0.0
+    x0: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    u0: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    y0: np.ndarray = field(default_factory=lambda: np.zeros(0))
+
+    def eigs(self) -> np.ndarray:
+        """Eigenvalues of A [1/s], sorted by magnitude then by imaginary part."""
+        lam = np.linalg.eigvals(self.A) if self.A.size else np.zeros(0, complex)
+        return lam[np.lexsort((lam.imag, np.abs(lam)))]
+
+    def to_scipy(self):
+        """scipy.signal.StateSpace (A, B, C, D); a model without inputs gets one zero input column."""
+        from scipy.signal import StateSpace
+        B, D = self.B, self.D
+        if B.shape[1] == 0:
+            B = np.zeros((self.A.shape[0], 1))
+            D = np.zeros((self.C.shape[0], 1))
+        return StateSpace(self.A, B, self.C, D)
+
+
+def linearize(model_or_system: Model | System, *, t: float = 0.0, x: np.ndarray | None = None,
+              inputs=None, outputs: Sequence[str] | None = None,
+              spin: Mapping[str, float] | None = None) -> LinearSystem:
+    """Linearize xdot = f(t, x, u) about (t, x, u) by central finite differences.
+
+    model_or_system: a Model (compiled here) or a System. x: full state [q; u] of the System
+    (default its initial state; motion-driven entries are replaced by their profile at t).
+    inputs: {name: value} over the input defaults, or an array of all inputs. outputs: signal names
+    (default every free joint coordinate). Returns a LinearSystem in the free minimal coordinates;
+    B has one column per entry of system.inputs. spin = {joint: rate}: those joints turn at a constant
+    rate first (as in equilibrium).
+    """
+    system = _system_of(model_or_system, spin)
+    coords = _Coordinates(system)
+    x_ref = _reference_state(system, x)
+    u_ref = _input_vector(system, inputs)
+    outputs = list(coords.joint_positions if outputs is None else outputs)
+    ev = _Evaluator(system, coords, t, x_ref, outputs)
+    nz, ny, nu = 2 * coords.npos, len(outputs), len(system.inputs)
+    z0 = np.zeros(nz)
+    F0 = ev(z0, u_ref)
+    x0 = np.concatenate([ev.W.xq, ev.W.xu])  # the reference with the prescribed values applied
+    JX = _jacobian(lambda z: ev(z, u_ref), nz + ny, z0, _FD * coords.scales)
+    JU = _jacobian(lambda u: ev(z0, np.concatenate([u, u_ref[nu:]])), nz + ny, u_ref[:nu],
+                   _FD * np.maximum(1.0, np.abs(u_ref[:nu])))
+    return LinearSystem(A=JX[:nz], B=JU[:nz], C=JX[nz:], D=JU[nz:], state_names=coords.state_names,
+                        input_names=list(system.inputs), output_names=outputs, t=float(t), x0=x0,
+                        u0=u_ref[:nu].copy(), y0=F0[nz:])
+
+
+# --------------------------------------------------------------------------- equilibrium
+
+
+def equilibrium(model_or_system: Model | System, *, spin: Mapping[str, float] | None = None,
+                x_guess: np.ndarray | None = None, tol: float = 1e-10, t: float = 0.0, inputs=None,
+                max_iter: int = 50) -> np.ndarray:
+    """Static equilibrium of the free coordinates: udot = 0 at u = 0 (free velocities), by Newton
+    with the finite-difference Jacobian of udot w.r.t. the free positions and a backtracking line
+    search. With spin = {joint: rate}, those joints turn at the constant rate (motion drives
+    q = q0 + rate t), giving the steady state in the rotating frame (e.g. a spinning beam's
+    deflection). Joints with no restoring stiffness (rigid-body directions) keep their guess
+    (minimum-norm Newton steps).
+
+    Returns the full state [q; u] (length nq + nv of the System) at time t, with the prescribed
+    coordinates at their profile values. tol: on the Newton step in units of the state scales,
+    or on the residual relative to the first one. Raises RuntimeError when Newton fails.
+    """
+    system = _system_of(model_or_system, spin)
+    coords = _Coordinates(system)
+    x = _reference_state(system, x_guess)
+    x[system.nq + coords.vel_c] = 0.0
+    u_ref = _input_vector(system, inputs)
+    ev = _Evaluator(system, coords, t, x, [])
+    npos = coords.npos
+    steps = _FD * coords.scales[:npos]
+    pscale = coords.scales[:npos]
+
+    def residual(xr: np.ndarray, dp: np.ndarray) -> np.ndarray:
+        ev.x_ref = xr
+        return ev(np.concatenate([dp, np.zeros(npos)]), u_ref)[npos:2 * npos]
+
+    zero = np.zeros(npos)
+    r = residual(x, zero)
+    r_first = max(float(np.abs(r).max(initial=0.0)), 1e-300)
+    for _ in range(max_iter):
+        if np.abs(r).max(initial=0.0) <= tol * r_first or np.abs(r).max(initial=0.0) == 0.0:
+            break
+        J = _jacobian(lambda p, xr=x: residual(xr, p), npos, zero, steps)
+        dp = np.linalg.lstsq(J, -r, rcond=1e-12)[0]
+        lam, norm0 = 1.0, float(np.linalg.norm(r))
+        for _ in range(30):
+            r_new = residual(x, lam * dp)
+            if np.linalg.norm(r_new) < norm0 or lam < 1e-6:
+                break
+            lam *= 0.5
+        x = coords.state(x, np.concatenate([lam * dp, np.zeros(npos)]))
+        r = r_new
+        if np.abs(lam * dp / pscale).max(initial=0.0) < tol:
+            break
+    else:
+        raise RuntimeError(f"equilibrium: Newton did not converge in {max_iter} iterations "
+                           f"(max |udot| = {np.abs(r).max():.3g})")
+    # prescribed values at t
+    ev.x_ref = x
+    ev(np.zeros(2 * npos), u_ref)
+    return np.concatenate([ev.W.xq, ev.W.xu])
+
+
+# --------------------------------------------------------------------------- modes
+
+
+@dataclass
+class ModesResult:
+    """Natural modes of a linearization, sorted by ascending frequency.
+
+    frequencies_hz: undamped natural frequencies |lambda|/(2 pi) [Hz]; rigid-body (zero) modes are
+    reported with 0 and count as modes; a divergent (statically unstable) mode with real
+    eigenvalues +-sigma is reported with a NEGATIVE frequency -sigma/(2 pi), so it sorts first.
+    omega: the same in rad/s. damping_ratios: -Re(lambda)/|lambda| (0 for zero modes).
+    eigenvalues: one eigenvalue per mode (the one with Im > 0, or the larger real one).
+    shapes: (n_coordinates, n_modes) position part of the eigenvectors, scaled to a largest entry
+    of +1 (real when the imaginary parts vanish, e.g. without damping and gyroscopic coupling,
+    complex otherwise). coordinate_names: the free position coordinates (rows of shapes).
+    """
+
+    frequencies_hz: np.ndarray
+    damping_ratios: np.ndarray
+    shapes: np.ndarray
+    coordinate_names: list[str]
+    omega: np.ndarray
+    eigenvalues: np.ndarray
+    linear: LinearSystem | None = None
+
+    def table(self) -> str:
+        lines = [f"{'mode':>4}  {'f [Hz]':>12}  {'omega [rad/s]':>14}  {'zeta':>9}  dominant coordinate"]
+        for k, (f, w, z) in enumerate(zip(self.frequencies_hz, self.omega, self.damping_ratios)):
+            dom = self.coordinate_names[int(np.argmax(np.abs(self.shapes[:, k])))] if self.shapes.size else ""
+            lines.append(f"{k + 1:>4}  {f:>12.6g}  {w:>14.6g}  {z:>9.4g}  {dom}")
+        return "\n".join(lines)
+
+
+def _normalize(v: np.ndarray) -> np.ndarray:
+    if not v.size or not np.any(v):
+        return v
+    v = v / v[int(np.argmax(np.abs(v)))]
+    if np.abs(v.imag).max() <= 1e-8:
+        v = v.real.astype(complex)
+    return v
+
+
+def _modal_pairs(lam: np.ndarray, vecs: np.ndarray, npos: int, zero_tol: float):
+    """Group the 2 npos eigenvalues of A into npos modes: (omega signed, zeta, lambda, shape)."""
+    out = []
+    used = np.zeros(lam.size, bool)
+    # complex conjugate pairs: one mode each
+    for i in np.flatnonzero(lam.imag > 0):
+        if abs(lam[i]) <= zero_tol:
+            continue
+        j = np.flatnonzero(~used & (np.abs(lam - lam[i].conj()) <= 1e-9 * abs(lam[i])) & (lam.imag < 0))
+        used[i] = True
+        if j.size:
+            used[j[0]] = True
+        w = abs(lam[i])
+        out.append((w, -lam[i].real / w + 0.0, lam[i], _normalize(vecs[:npos, i])))
+    rest = [i for i in np.flatnonzero(~used)]
+    # zero modes (rigid-body directions, whether real or a tiny complex pair)
+    zeros = [i for i in rest if abs(lam[i]) <= zero_tol]
+    rest = sorted((i for i in rest if abs(lam[i]) > zero_tol), key=lambda i: lam[i].real)
+    for k in range(0, len(zeros) - 1, 2):
+        i = zeros[k]
+        out.append((0.0, 0.0, complex(0.0), _normalize(vecs[:npos, i])))
+    leftover = zeros[len(zeros) - len(zeros) % 2:]
+    rest = sorted(rest + leftover, key=lambda i: lam[i].real)
+    # real pairs: +-sigma (divergence) first, then adjacent ones (overdamped)
+    while rest:
+        i = rest.pop()  # largest real part
+        lr = lam[i].real
+        if not rest:
+            out.append((0.0 if abs(lr) <= zero_tol else np.nan, np.nan, lam[i], _normalize(vecs[:npos, i])))
+            break
+        partner = min(rest, key=lambda j: abs(lam[j].real + lr))
+        if abs(lam[partner].real + lr) > 1e-6 * max(abs(lr), zero_tol):
+            partner = rest[-1]
+        rest.remove(partner)
+        l1, l2 = lr, lam[partner].real
+        w2 = l1 * l2
+        if w2 >= 0:
+            w = np.sqrt(w2)
+            zeta = -(l1 + l2) / (2 * w) if w > 0 else np.nan
+        else:
+            w = -np.sqrt(-w2)
+            zeta = -(l1 + l2) / (2 * abs(w))
+        out.append((w, zeta, complex(l1), _normalize(vecs[:npos, i])))
+    return out
+
+
+def modes(model: Model | System, *, n: int | None = 6, spin: Mapping[str, float] | None = None,
+          about: str = "equilibrium", x: np.ndarray | None = None, inputs=None,
+          zero_tol: float | None = None) -> ModesResult:
+    """Natural frequencies, damping ratios and mode shapes of the linearization about the static
+    equilibrium (about="equilibrium", default; x is then the Newton guess) or the initial state
+    (about="initial"; or x when given), with spin = {joint: rate} turning those joints at a constant
+    rate (see equilibrium). n: number of modes returned, lowest first (None: all); rigid-body modes
+    count. zero_tol [rad/s]: eigenvalues below it are zero modes (default 1e-5 max(1, max |lambda|)).
+    """
+    if about not in ("equilibrium", "initial"):
+        raise ValueError(f"about: expected 'equilibrium' or 'initial', got {about!r}")
+    system = _system_of(model, spin)
+    if about == "equilibrium":
+        x_ref = equilibrium(system, x_guess=x, inputs=inputs)
+    else:
+        x_ref = _reference_state(system, x)
+    lin = linearize(system, x=x_ref, inputs=inputs, outputs=[])
+    npos = lin.A.shape[0] // 2
+    names = lin.state_names[:npos]
+    if npos == 0:
+        e = np.zeros(0)
+        return ModesResult(e, e, np.zeros((0, 0)), names, e, e.astype(complex), lin)
+    lam, vecs = np.linalg.eig(lin.A)
+    if zero_tol is None:
+        zero_tol = 1e-5 * max(1.0, float(np.abs(lam).max()))
+    items = _modal_pairs(lam, vecs, npos, zero_tol)
+    items.sort(key=lambda it: (it[0] if np.isfinite(it[0]) else -np.inf))
+    if n is not None:
+        items = items[:n]
+    omega = np.array([it[0] for it in items], dtype=float)
+    shapes = np.column_stack([it[3] for it in items]) if items else np.zeros((npos, 0), complex)
+    if shapes.size and np.abs(shapes.imag).max() == 0.0:
+        shapes = shapes.real
+    return ModesResult(frequencies_hz=omega / (2 * np.pi), damping_ratios=np.array([it[1] for it in items]),
+                       shapes=shapes, coordinate_names=names, omega=omega,
+                       eigenvalues=np.array([it[2] for it in items], dtype=complex), linear=lin)
