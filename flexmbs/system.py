@@ -14,7 +14,7 @@ import numpy as np
 from scipy.interpolate import CubicSpline
 
 from .flex import sections as sec
-from .flex.invariants import FlexBodyData, beam_body, superelement_body
+from .flex.invariants import FlexBodyData, beam_body, epsilon_contract, superelement_body
 from .flex.superelement import load_matrix_market, load_npz
 from .kernels import profiles as prof
 from .kernels.structs import SystemArrays, box, make_workspace
@@ -97,6 +97,46 @@ def flex_data(body: Body) -> Optional[FlexBodyData]:
             se = load_matrix_market(body.mass_file, body.stiffness_file, body.nodes_file, body.dofs_per_node)
         return superelement_body(se, body.modes, tuple(body.reference_nodes))
     return None
+
+
+def _skew(a: np.ndarray) -> np.ndarray:
+    return np.array([[0.0, -a[2], a[1]], [a[2], 0.0, -a[0]], [-a[1], a[0], 0.0]])
+
+
+def rigid_mass_matrix(mass: float, com: np.ndarray, inertia_com: np.ndarray) -> np.ndarray:
+    """6x6 mass matrix in body-frame velocities [v; w] of the origin: mass [kg], com r_BC [m],
+    inertia about the centre of mass [kg m^2]."""
+    M = np.zeros((6, 6))
+    M[:3, :3] = mass * np.eye(3)
+    M[:3, 3:] = -mass * _skew(com)
+    M[3:, :3] = mass * _skew(com)
+    M[3:, 3:] = inertia_com + mass * (com @ com * np.eye(3) - np.outer(com, com))
+    return M
+
+
+def consistent_mass_matrix(d: FlexBodyData) -> np.ndarray:
+    """(6+n)^2 mass matrix of a flexible body at eta = 0 from its consistent invariants."""
+    n = d.n
+    M = np.zeros((6 + n, 6 + n))
+    M[:3, :3] = d.mass * np.eye(3)
+    M[:3, 3:6] = -_skew(d.S0)
+    M[3:6, :3] = _skew(d.S0)
+    M[3:6, 3:6] = d.J0
+    M[:3, 6:] = d.Sb
+    M[3:6, 6:] = epsilon_contract(d.Sbkl) + d.Ir
+    M[6:, :6] = M[:6, 6:].T
+    M[6:, 6:] = d.Me
+    return M
+
+
+def points_mass_matrix(d: FlexBodyData) -> np.ndarray:
+    """(6+n)^2 mass matrix of a flexible body's mass points at eta = 0: sum m G^T G."""
+    n = d.n
+    M = np.zeros((6 + n, 6 + n))
+    for m, r, P in zip(d.point_mass, d.point_position, d.point_shapes):
+        G = np.hstack([np.eye(3), -_skew(r), P])
+        M += m * G.T @ G
+    return M
 
 
 def _tree_order(model: Model) -> list[int]:
@@ -185,27 +225,29 @@ def compile_model(model: Model) -> System:
         nq += nm[i]
         nv += nm[i]
 
-    # inertia
+    # inertia: mass points (exact in eta) plus a constant matrix Mc (see kernels/body.py)
+    npmax = max([1] + [d.point_mass.size for d in flex.values()])
     mass = np.zeros(nb)
-    S0 = np.zeros((nb, 3))
-    J0 = np.zeros((nb, 3, 3))
-    Sb = np.zeros((nb, 3, nmax))
-    Sbkl = np.zeros((nb, 3, 3, nmax))
-    C = np.zeros((nb, 3, 3, nmax, nmax))
-    Ir = np.zeros((nb, 3, nmax))
-    Me, Ke, De, Ga, Gb = (np.zeros((nb, nmax, nmax)) for _ in range(5))
+    pt_n = np.zeros(nb, np.int64)
+    pt_m = np.zeros((nb, npmax))
+    pt_s = np.zeros((nb, npmax, 3))
+    pt_P = np.zeros((nb, npmax, 3, nmax))
+    pt_H = np.zeros((nb, npmax, nmax, nmax))
+    Mc = np.zeros((nb, 6 + nmax, 6 + nmax))
+    Ke, De = (np.zeros((nb, nmax, nmax)) for _ in range(2))
     for i, b in enumerate(bodies):
         d = flex.get(b.name)
         if d is None:
-            com = np.asarray(b.com, dtype=float)
             mass[i] = b.mass
-            S0[i] = b.mass * com
-            J0[i] = inertia_matrix(b.inertia) + b.mass * (com @ com * np.eye(3) - np.outer(com, com))
+            Mc[i, :6, :6] = rigid_mass_matrix(b.mass, np.asarray(b.com, float), inertia_matrix(b.inertia))
             continue
-        n = d.n
-        mass[i], S0[i], J0[i] = d.mass, d.S0, d.J0
-        Sb[i, :, :n], Sbkl[i, :, :, :n], C[i, :, :, :n, :n], Ir[i, :, :n] = d.Sb, d.Sbkl, d.C, d.Ir
-        Me[i, :n, :n], Ke[i, :n, :n], Ga[i, :n, :n], Gb[i, :n, :n] = d.Me, d.Ke, d.Ga, d.Gb
+        n, npt = d.n, d.point_mass.size
+        mass[i] = d.mass
+        pt_n[i] = npt
+        pt_m[i, :npt], pt_s[i, :npt] = d.point_mass, d.point_position
+        pt_P[i, :npt, :, :n], pt_H[i, :npt, :n, :n] = d.point_shapes, d.point_H
+        Mc[i, :6 + n, :6 + n] = consistent_mass_matrix(d) - points_mass_matrix(d)
+        Ke[i, :n, :n] = d.Ke
         zeta = np.broadcast_to(np.asarray(b.damping.modal, dtype=float), (n,)) if len(b.damping.modal) else np.zeros(n)
         De[i, :n, :n] = b.damping.stiffness_proportional * d.Ke + np.diag(2.0 * zeta * d.freqs)
 
@@ -314,8 +356,8 @@ def compile_model(model: Model) -> System:
         nb=nb, nq=nq, nv=nv, gravity=np.asarray(model.gravity, dtype=float),
         parent=parent, jtype=jtype, pmark=pmark, c_pos=c_pos, c_R=c_R, axis1=axis1, axis2=axis2,
         jq=jq, jnq=jnq, ju=ju, jnv=jnv, quat_q=quat_q, quat_u=quat_u,
-        nm=nm, eq=eq, ev=ev, mass=mass, S0=S0, J0=J0, Sb=Sb, Sbkl=Sbkl, C=C, Ir=Ir, Me=Me, Ke=Ke, De=De,
-        Ga=Ga, Gb=Gb,
+        nm=nm, eq=eq, ev=ev, mass=mass, pt_n=pt_n, pt_m=pt_m, pt_s=pt_s, pt_P=pt_P, pt_H=pt_H, Mc=Mc,
+        Ke=Ke, De=De,
         mk_body=np.array(mk_body, np.int64), mk_s0=np.array(mk_s0).reshape(-1, 3),
         mk_R0=np.array(mk_R0).reshape(-1, 3, 3), mk_Phi=np.array(mk_Phi).reshape(-1, 3, nmax),
         mk_Psi=np.array(mk_Psi).reshape(-1, 3, nmax), mk_H=np.array(mk_H).reshape(-1, nmax, nmax),

@@ -67,6 +67,10 @@ class FlexBodyData:
     node_positions: np.ndarray
     length: float
     nodal_modes: np.ndarray
+    point_mass: np.ndarray | None = None
+    point_position: np.ndarray | None = None
+    point_shapes: np.ndarray | None = None
+    point_H: np.ndarray | None = None
     beam: Beam | None = None
     dofs_per_node: int = DOFS_PER_NODE
     stiffening: bool = True
@@ -156,6 +160,7 @@ def beam_invariants(beam: Beam, n_modes: int, stiffening: bool = True) -> FlexBo
         Gb = np.einsum("q,qri,qrj->ij", gauss_w * beam.outboard_moment(gauss_x), slope, slope)
     else:
         Ga = Gb = np.zeros((n, n))
+    point_H = np.array([beam.foreshortening(Phi, x) if stiffening else np.zeros((n, n)) for x in stations])
     return FlexBodyData(
         n=n,
         mass=float(dm.sum()),
@@ -174,6 +179,10 @@ def beam_invariants(beam: Beam, n_modes: int, stiffening: bool = True) -> FlexBo
         node_positions=beam.node_positions,
         length=beam.length,
         nodal_modes=Phi,
+        point_mass=dm,
+        point_position=positions,
+        point_shapes=shapes.translation,
+        point_H=point_H,
         beam=beam,
         dofs_per_node=DOFS_PER_NODE,
         stiffening=stiffening,
@@ -239,6 +248,10 @@ def superelement_body(
         node_positions=se.nodes,
         length=0.0,
         nodal_modes=Phi,
+        point_mass=lumped,
+        point_position=se.nodes,
+        point_shapes=translation,
+        point_H=np.zeros((se.n_nodes, n, n)),
         beam=None,
         dofs_per_node=d,
         stiffening=False,

@@ -2,22 +2,19 @@
 
 Every body, rigid or flexible, is one floating frame with body-frame velocity
 w = [v; w; etad] (v: origin velocity, w: angular velocity, both in body axes; etad: modal rates).
-Kinetic energy T = 1/2 w^T M(eta) w with, for mass distribution rho and position
-r = u0 + Phi eta - 1/2 e_x eta^T H(x) eta (axial foreshortening of beams, the source of
-geometric stiffening):
+Its inertia is the sum of two exact parts:
 
-    M = [[m I,      -skew(S),  dS/deta],
-         [skew(S),   J(eta),   M_we   ],
-         [dS/deta^T, M_we^T,   Me     ]]
-
-    S = S0 + Sb eta - 1/2 e_x eta^T Ga eta           first moment  [kg m]
-    J = J0 + tr(dA) I - dA,  dA_kl = ∫rho (r_k r_l - u0_k u0_l), with -eta^T Gb eta in dA_xx
-    M_we[a] = Ir[a] + eps_akl P_kl,  P_kl = ∫rho r_k Phi_l = Sbkl[k,l] + C[k,l]^T eta
-
-A rigid body is the case n = 0. The equations are the Kirchhoff-Poincare (Boltzmann-Hamel)
-equations of this Lagrangian, M wdot + h = F with
-h = Mdot w + [w x p_v; w x p_w + v x p_v; -dT/deta], p = M w; energy is conserved exactly for
-any M(eta) of this form, so the geometric stiffening terms cost no energy consistency.
+- mass points q (flexible bodies): mass m_q at r_q(eta) = s_q + P_q eta - 1/2 e_x eta^T H_q eta
+  (H_q: axial foreshortening of beams, the source of geometric stiffening), with velocity
+  G_q w, G_q = [I, -skew(r_q), D_q], D_q = dr_q/deta. Their mass matrix sum m_q G_q^T G_q is
+  a Gram matrix (positive definite for any eta) and their velocity-product force
+  sum m_q G_q^T (w x v + w x (w x r_q) + 2 w x D_q etad + Ddot_q etad) is Kane's, so energy is
+  conserved exactly and centrifugal, gravitational and axial-acceleration stiffening follow
+  from the motion with no extra model;
+- a constant matrix Mc: the rigid-body inertia of rigid bodies, and for flexible bodies what
+  the points do not carry (section rotary inertia, tip inertia, the consistent-minus-lumped
+  difference at eta = 0). Its velocity-product terms are the Kirchhoff gyroscopic ones,
+  [w x p_v; w x p_w + v x p_v] with p = Mc w.
 """
 
 from numba import njit
@@ -27,177 +24,176 @@ from .rotations import JIT, cross, cross_add
 
 
 @njit(**JIT)
-def _eps(P, a, j):
-    """sum_kl eps_akl P[k, l, j]."""
-    if a == 0:
-        return P[1, 2, j] - P[2, 1, j]
-    if a == 1:
-        return P[2, 0, j] - P[0, 2, j]
-    return P[0, 1, j] - P[1, 0, j]
+def first_moment(S, b, eta, out):
+    """out = S(eta) = ∫rho r dV of body b in body axes [kg m]; returns the body mass [kg]."""
+    n = S.nm[b]
+    Mc = S.Mc[b]
+    m = Mc[0, 0]
+    out[0] = Mc[1, 5]
+    out[1] = Mc[2, 3]
+    out[2] = Mc[0, 4]
+    for k in range(3):
+        for j in range(n):
+            out[k] += Mc[k, 6 + j] * eta[j]
+    for q in range(S.pt_n[b]):
+        mq = S.pt_m[b, q]
+        m += mq
+        P = S.pt_P[b, q]
+        H = S.pt_H[b, q]
+        for k in range(3):
+            acc = S.pt_s[b, q, k]
+            for j in range(n):
+                acc += P[k, j] * eta[j]
+            out[k] += mq * acc
+        ehe = 0.0
+        for i in range(n):
+            for j in range(n):
+                ehe += eta[i] * H[i, j] * eta[j]
+        out[0] -= 0.5 * mq * ehe
+    return m
 
 
 @njit(**JIT)
 def body_terms(S, W, b, eta, etad, vb, wb, gb, Mb, hb, Fb):
-    """Fill Mb (6+n)^2, hb and the gravity force Fb (6+n) of body b in body axes.
+    """Fill Mb (6+n)^2, hb (velocity-product force) and Fb (gravity force), body b, body axes.
 
     vb, wb: body-frame velocities; gb: gravity vector in body axes [m/s^2].
     """
     n = S.nm[b]
-    m = S.mass[b]
-    t1 = W.m_t1
-    t2 = W.m_t2
-    P = W.b_P
-    Q = W.b_Q
-    Sb = S.Sb[b]
-    Sbkl = S.Sbkl[b]
-    C = S.C[b]
-    Ga = S.Ga[b]
-    Gb = S.Gb[b]
-    Gaeta = W.b_Gaeta
-    Gbeta = W.b_Gbeta
-    Gaetad = W.b_Gaetad
-    # P[k,l] = Sbkl[k,l] + C[l,k] eta (= ∫rho r_k Phi_l), Q[k,l] = C[k,l] etad
-    for k in range(3):
-        for l in range(3):
-            for j in range(n):
-                sp = Sbkl[k, l, j]
-                sq = 0.0
-                for i in range(n):
-                    sp += C[l, k, j, i] * eta[i]
-                    sq += C[k, l, j, i] * etad[i]
-                P[k, l, j] = sp
-                Q[k, l, j] = sq
-    etaGaeta = 0.0
-    etaGbeta = 0.0
-    etadGbeta = 0.0
-    etadGaetad = 0.0
-    for j in range(n):
-        ga = 0.0
-        gb_ = 0.0
-        gad = 0.0
-        for i in range(n):
-            ga += Ga[j, i] * eta[i]
-            gb_ += Gb[j, i] * eta[i]
-            gad += Ga[j, i] * etad[i]
-        Gaeta[j] = ga
-        Gbeta[j] = gb_
-        Gaetad[j] = gad
-        etaGaeta += eta[j] * ga
-        etaGbeta += eta[j] * gb_
-        etadGbeta += etad[j] * gb_
-        etadGaetad += etad[j] * gad
-
+    nb6 = 6 + n
     fill2(Mb, 0.0)
-    # first moment S and its gradient Mve = dS/deta
-    Sv = W.b_S
-    for k in range(3):
-        acc = S.S0[b, k]
+    for i in range(nb6):
+        hb[i] = 0.0
+        Fb[i] = 0.0
+    r = W.m_t1
+    a = W.m_t2
+    t = W.m_sw
+    D = W.m_Ds
+    h = W.b_Gaeta
+    hd = W.b_Gaetad
+    for q in range(S.pt_n[b]):
+        mq = S.pt_m[b, q]
+        P = S.pt_P[b, q]
+        H = S.pt_H[b, q]
+        ehe = 0.0
+        dhd = 0.0
+        for i in range(n):
+            hi = 0.0
+            hdi = 0.0
+            for j in range(n):
+                hi += H[i, j] * eta[j]
+                hdi += H[i, j] * etad[j]
+            h[i] = hi
+            hd[i] = hdi
+            ehe += eta[i] * hi
+            dhd += etad[i] * hdi
+        for k in range(3):
+            acc = S.pt_s[b, q, k]
+            for j in range(n):
+                D[k, j] = P[k, j]
+                acc += P[k, j] * eta[j]
+            r[k] = acc
+        r[0] -= 0.5 * ehe
         for j in range(n):
-            Mb[k, 6 + j] = Sb[k, j]
-            acc += Sb[k, j] * eta[j]
-        Sv[k] = acc
-    for j in range(n):
-        Mb[0, 6 + j] -= Gaeta[j]
-    Sv[0] -= 0.5 * etaGaeta
-    # dA = ∫rho (r r^T - u0 u0^T); J = J0 + tr(dA) I - dA
-    dA = W.b_dA
-    for k in range(3):
-        for l in range(3):
+            D[0, j] -= h[j]
+        # relative velocity D etad, then a = w x (w x r) + 2 w x (D etad) + Ddot etad
+        for k in range(3):
             acc = 0.0
             for j in range(n):
-                acc += (P[k, l, j] + Sbkl[l, k, j]) * eta[j]
-            dA[k, l] = acc
-    dA[0, 0] -= etaGbeta
-    tr = dA[0, 0] + dA[1, 1] + dA[2, 2]
-    for k in range(3):
-        for l in range(3):
-            Mb[3 + k, 3 + l] = S.J0[b, k, l] - dA[k, l]
-        Mb[3 + k, 3 + k] += tr
-        Mb[k, k] = m
-        for j in range(n):
-            Mb[3 + k, 6 + j] = S.Ir[b, k, j] + _eps(P, k, j)
-    Mb[0, 4] = Sv[2]
-    Mb[0, 5] = -Sv[1]
-    Mb[1, 3] = -Sv[2]
-    Mb[1, 5] = Sv[0]
-    Mb[2, 3] = Sv[1]
-    Mb[2, 4] = -Sv[0]
-    for k in range(3):
-        for l in range(3):
-            Mb[3 + l, k] = Mb[k, 3 + l]
-    for k in range(6):
-        for j in range(n):
-            Mb[6 + j, k] = Mb[k, 6 + j]
-    for i in range(n):
-        for j in range(n):
-            Mb[6 + i, 6 + j] = S.Me[b, i, j]
-
-    # momenta p_v = m v + w x S + Mve etad, p_w = S x v + J w + Mwe etad
+                acc += D[k, j] * etad[j]
+            t[k] = acc
+        cross(wb, t, a)
+        for k in range(3):
+            a[k] *= 2.0
+        a[0] -= dhd
+        cross(wb, r, t)
+        cross_add(wb, t, a, 1.0)
+        _add_point(Mb, hb, Fb, mq, r, D, a, gb, n)
+    # the frame-acceleration term w x v acts on the points through G_q: add M_points[:, v] (w x v)
+    cross(wb, vb, t)
+    for i in range(nb6):
+        hb[i] += Mb[i, 0] * t[0] + Mb[i, 1] * t[1] + Mb[i, 2] * t[2]
+    Mc = S.Mc[b]
+    for i in range(nb6):
+        for j in range(nb6):
+            Mb[i, j] += Mc[i, j]
+    # constant part: momenta, gyroscopic terms and gravity of its mass and first moment
     pv = W.b_pv
     pw = W.b_pw
     for k in range(3):
-        a1 = m * vb[k]
+        a1 = 0.0
         a2 = 0.0
-        for l in range(3):
-            a2 += Mb[3 + k, 3 + l] * wb[l]
+        for j in range(3):
+            a1 += Mc[k, j] * vb[j] + Mc[k, 3 + j] * wb[j]
+            a2 += Mc[3 + k, j] * vb[j] + Mc[3 + k, 3 + j] * wb[j]
         for j in range(n):
-            a1 += Mb[k, 6 + j] * etad[j]
-            a2 += Mb[3 + k, 6 + j] * etad[j]
+            a1 += Mc[k, 6 + j] * etad[j]
+            a2 += Mc[3 + k, 6 + j] * etad[j]
         pv[k] = a1
         pw[k] = a2
-    cross_add(wb, Sv, pv, 1.0)
-    cross_add(Sv, vb, pw, 1.0)
-    # gyroscopic part and gravity F = -dV/dpi with V = -g.(m r + A S(eta))
-    cross(wb, pv, t1)
-    cross(wb, pw, t2)
-    cross_add(vb, pv, t2, 1.0)
-    cross(Sv, gb, W.m_sw)
+    cross_add(wb, pv, hb[0:3], 1.0)
+    cross_add(wb, pw, hb[3:6], 1.0)
+    cross_add(vb, pv, hb[3:6], 1.0)
+    Sc = W.b_S
+    Sc[0] = Mc[1, 5]
+    Sc[1] = Mc[2, 3]
+    Sc[2] = Mc[0, 4]
     for k in range(3):
-        hb[k] = t1[k]
-        hb[3 + k] = t2[k]
-        Fb[k] = m * gb[k]
-        Fb[3 + k] = W.m_sw[k]
-    if n == 0:
-        return
-    Sd = W.b_Sd
-    for k in range(3):
-        acc = 0.0
-        for j in range(n):
-            acc += Mb[k, 6 + j] * etad[j]
-        Sd[k] = acc
+        Fb[k] += Mc[0, 0] * gb[k]
+    cross_add(Sc, gb, Fb[3:6], 1.0)
     for j in range(n):
-        Fb[6 + j] = Mb[0, 6 + j] * gb[0] + Mb[1, 6 + j] * gb[1] + Mb[2, 6 + j] * gb[2]
-    # Mdot w, rows v and w
-    cross_add(wb, Sd, hb, 1.0)
-    hb[0] -= etadGaetad
-    dAd = W.b_dA
+        Fb[6 + j] += Mc[0, 6 + j] * gb[0] + Mc[1, 6 + j] * gb[1] + Mc[2, 6 + j] * gb[2]
+
+
+@njit(**JIT)
+def _add_point(Mb, hb, Fb, m, r, D, a, g, n):
+    """Add m G^T G to Mb, m G^T a to hb and m G^T g to Fb for G = [I, -skew(r), D]."""
+    x, y, z = r[0], r[1], r[2]
+    # vv and v-w blocks: m I and -m skew(r)
+    for k in range(3):
+        Mb[k, k] += m
+    Mb[0, 4] += m * z
+    Mb[0, 5] -= m * y
+    Mb[1, 3] -= m * z
+    Mb[1, 5] += m * x
+    Mb[2, 3] += m * y
+    Mb[2, 4] -= m * x
+    Mb[4, 0] += m * z
+    Mb[5, 0] -= m * y
+    Mb[3, 1] -= m * z
+    Mb[5, 1] += m * x
+    Mb[3, 2] += m * y
+    Mb[4, 2] -= m * x
+    # w-w block: m (|r|^2 I - r r^T)
+    rr = x * x + y * y + z * z
     for k in range(3):
         for l in range(3):
-            acc = 0.0
-            for j in range(n):
-                acc += (P[k, l, j] + P[l, k, j]) * etad[j]
-            dAd[k, l] = acc
-    dAd[0, 0] -= 2.0 * etadGbeta
-    trd = dAd[0, 0] + dAd[1, 1] + dAd[2, 2]
-    cross(Sd, vb, t1)
-    w2 = wb[0] ** 2 + wb[1] ** 2 + wb[2] ** 2
-    for a in range(3):
-        # Mdot_we[a] = eps_akl Pdot_kl with Pdot_kl = Q[l, k], i.e. -eps_akl Q_kl
-        s = trd * wb[a] + t1[a]
-        for l in range(3):
-            s -= dAd[a, l] * wb[l]
-        for j in range(n):
-            s -= _eps(Q, a, j) * etad[j]
-        hb[3 + a] += s
-    # row eta: Mdot_we^T w and the Coriolis part of -dT/deta (equal), centrifugal part of
-    # -dT/deta, and -(dS/deta)^T (v x w); the v_x Ga etad terms of Mdot w and dT/deta cancel
-    cross(vb, wb, t2)
+            Mb[3 + k, 3 + l] -= m * r[k] * r[l]
+        Mb[3 + k, 3 + k] += m * rr
     for j in range(n):
-        s = (w2 - wb[0] ** 2) * Gbeta[j]
-        for a in range(3):
-            s -= 2.0 * wb[a] * _eps(Q, a, j)
-            s -= w2 * P[a, a, j]
-            s -= Mb[a, 6 + j] * t2[a]
-            for l in range(3):
-                s += wb[a] * wb[l] * P[a, l, j]
-        hb[6 + j] = s
+        d0, d1, d2 = D[0, j], D[1, j], D[2, j]
+        Mb[0, 6 + j] += m * d0
+        Mb[1, 6 + j] += m * d1
+        Mb[2, 6 + j] += m * d2
+        Mb[3, 6 + j] += m * (y * d2 - z * d1)
+        Mb[4, 6 + j] += m * (z * d0 - x * d2)
+        Mb[5, 6 + j] += m * (x * d1 - y * d0)
+        for l in range(j + 1):
+            v = m * (d0 * D[0, l] + d1 * D[1, l] + d2 * D[2, l])
+            Mb[6 + j, 6 + l] += v
+            if l != j:
+                Mb[6 + l, 6 + j] += v
+        hb[6 + j] += m * (d0 * a[0] + d1 * a[1] + d2 * a[2])
+        Fb[6 + j] += m * (d0 * g[0] + d1 * g[1] + d2 * g[2])
+    for j in range(n):
+        for k in range(6):
+            Mb[6 + j, k] = Mb[k, 6 + j]
+    for k in range(3):
+        hb[k] += m * a[k]
+        Fb[k] += m * g[k]
+    hb[3] += m * (y * a[2] - z * a[1])
+    hb[4] += m * (z * a[0] - x * a[2])
+    hb[5] += m * (x * a[1] - y * a[0])
+    Fb[3] += m * (y * g[2] - z * g[1])
+    Fb[4] += m * (z * g[0] - x * g[2])
+    Fb[5] += m * (x * g[1] - y * g[0])

@@ -3,6 +3,7 @@
 import numpy as np
 from numba import njit
 
+from .body import first_moment
 from .dynamics import assemble
 from .kinematics import marker_world
 from .linalg import dot, mv, quad
@@ -20,14 +21,10 @@ def energies(S, W, t, q, u, inputs, out):
     for b in range(S.nb):
         n = S.nm[b]
         eta = q[S.eq[b]:S.eq[b] + n]
-        for k in range(3):
-            s[k] = S.S0[b, k]
-            for j in range(n):
-                s[k] += S.Sb[b, k, j] * eta[j]
-        s[0] -= 0.5 * quad(eta, S.Ga[b, :n, :n], eta)
+        m = first_moment(S, b, eta, s)
         mv(W.A[b], s, W.m_t2)
         for k in range(3):
-            vg -= S.gravity[k] * (S.mass[b] * W.r[b, k] + W.m_t2[k])
+            vg -= S.gravity[k] * (m * W.r[b, k] + W.m_t2[k])
         ve += 0.5 * quad(eta, S.Ke[b, :n, :n], eta)
     out[1] = vg
     out[2] = ve

@@ -1,0 +1,390 @@
+"""Command line: `flexmbs simulate | modes | check`.
+
+    flexmbs check models/huang_two_link.yaml
+    flexmbs simulate models/huang_two_link.yaml --t-end 5 --out run.csv --plot run.png
+    flexmbs modes models/spin_up_beam.yaml --n 4 --spin hub=6
+
+Every user error (an invalid or missing model file, a failed integration, an unknown signal
+name) is printed to stderr as one clear message and the command exits with status 1; pass
+--debug before the command to see the Python traceback instead.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import sys
+import time
+from typing import Any, Callable, Optional, Sequence
+
+import click
+import numpy as np
+
+from .model import JOINT_NQ, JOINT_NV, METHODS, ModelError, load_model
+from .model.elements import Model, Profile
+from .model.validate import _PROFILE_FIELDS
+from .simulate import Result, _signals, settings_of, simulate
+from .solvers.stepper import Settings, SolverError
+from .system import System, compile_model
+
+# Errors a user can cause; anything else is a bug and keeps its traceback.
+_USER_ERRORS = (ModelError, SolverError, OSError, ValueError, KeyError)
+
+
+def _message(exc: BaseException) -> str:
+    if isinstance(exc, ModelError):
+        count = len(exc.issues)
+        head = "invalid model" if count <= 1 else f"invalid model ({count} problems)"
+        text = str(exc)
+        return f"{head}:\n{text}" if "\n" in text else f"{head}: {text}"
+    if isinstance(exc, SolverError):
+        return f"simulation failed at {exc}"
+    if isinstance(exc, KeyError) and exc.args:
+        return str(exc.args[0])
+    if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
+        return f"{exc.filename}: {exc.strerror}"
+    return str(exc) or type(exc).__name__
+
+
+def _user_errors(command: Callable) -> Callable:
+    """Turn user errors raised by `command` into a clean message and exit status 1."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        except _USER_ERRORS as exc:
+            ctx = click.get_current_context()
+            if (ctx.find_root().obj or {}).get("debug"):
+                raise
+            raise click.ClickException(_message(exc)) from None
+
+    return wrapper
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="flexmbs")
+@click.option("--debug", is_flag=True, help="Show the Python traceback of errors.")
+@click.pass_context
+def main(ctx: click.Context, debug: bool) -> None:
+    """flexmbs: flexible multibody dynamics from a YAML model file.
+
+    MODEL is a model file (see docs/model-file.md). Errors go to stderr with exit status 1.
+    """
+    ctx.obj = {"debug": debug}
+
+
+# ------------------------------------------------------------------------------ helpers
+
+def _fmt(value: float) -> str:
+    return f"{value:.6g}"
+
+
+def _output_names(system: System) -> dict[str, str]:
+    """The signals `simulate` produces for this system, with units (computed on zero data, so
+    the names are exactly those of a run)."""
+    S = system.arrays
+    t = np.zeros(1)
+    nsens = len(system.sensors)
+    _, units = _signals(system, t, np.zeros((1, system.nq + system.nv)), np.zeros((1, S.nv)),
+                        np.zeros((1, S.nv)), np.zeros((1, 4)), np.zeros((1, nsens, 18)))
+    return units
+
+
+def _index_range(indices: list[str]) -> str:
+    """'1', '2', '3' -> '[1..3]'; '1,1' .. '3,3' -> '[1,1..3,3]'; one index -> '[i]'."""
+    return f"[{indices[0]}]" if len(indices) == 1 else f"[{indices[0]}..{indices[-1]}]"
+
+
+def _grouped_outputs(units: dict[str, str]) -> list[str]:
+    """One line per signal prefix (a joint, body, sensor or 'energy'), indexed names collapsed:
+    'tip: r[1..3] [m], v[1..3] [m/s], ...'."""
+    by_prefix: dict[str, dict[tuple[str, str], list[str]]] = {}
+    for name, unit in units.items():
+        prefix, _, rest = name.partition(".")
+        m = re.fullmatch(r"(.*)\[([0-9,]+)\]", rest)
+        base, index = (m.group(1), m.group(2)) if m else (rest, "")
+        by_prefix.setdefault(prefix, {}).setdefault((base, unit), []).append(index)
+    lines = []
+    for prefix, groups in by_prefix.items():
+        parts = [f"{base}{_index_range(idx) if idx != [''] else ''} [{unit}]"
+                 for (base, unit), idx in groups.items()]
+        lines.append(f"{prefix}: {', '.join(parts)}")
+    return lines
+
+
+def _profile_text(p: Optional[Profile]) -> str:
+    if p is None:
+        return "(no profile)"
+    params = ", ".join(f"{k}={_fmt(v) if isinstance(v, float) else list(v)}"
+                       for k in _PROFILE_FIELDS.get(p.type, ()) for v in [getattr(p, k)])
+    return f"{p.type}({params})"
+
+
+def _drive_text(system: System, model: Model, joint_name: str) -> str:
+    j = model.joint(joint_name)
+    d = j.drive
+    if d.type == "passive":
+        return "passive"
+    if d.type == "torque":
+        return f"torque (input {j.name}.tau, default {_fmt(d.torque)})"
+    if d.type == "motion":
+        return f"motion {_profile_text(d.profile)}"
+    return (f"servo {_profile_text(d.profile)}, kp {_fmt(d.kp)}, kd {_fmt(d.kd)}, "
+            f"motor inertia {_fmt(d.motor_inertia)} kg m^2")
+
+
+def _is_conservative(model: Model) -> bool:
+    """No dissipation, no driven or forced coordinates, and every load with a potential in
+    energy.total (point forces are not included there)."""
+    for b in model.bodies:
+        if b.type != "rigid" and (b.damping.stiffness_proportional > 0 or any(np.ravel(b.damping.modal))):
+            return False
+    for j in model.joints:
+        if j.drive.type != "passive" or (j.spring is not None and j.spring.damping > 0):
+            return False
+    return all(ld.type == "spring_damper" and ld.damping == 0 for ld in model.loads)
+
+
+def _parse_signals(text: Optional[str]) -> Optional[list[str]]:
+    if text is None:
+        return None
+    names = [s.strip() for s in text.split(",") if s.strip()]
+    if not names:
+        raise click.BadParameter("expected a comma-separated list of signal names", param_hint="--signals")
+    return names
+
+
+def _subset(result: Result, names: Sequence[str]) -> Result:
+    """A Result with only the named signals (unknown names raise KeyError with suggestions)."""
+    signals = {n: result[n] for n in names}
+    return Result(result.time, signals, {n: result.units.get(n, "") for n in names}, result.stats,
+                  result.states)
+
+
+# ------------------------------------------------------------------------------ simulate
+
+@main.command("simulate")
+@click.argument("model_file", metavar="MODEL")
+@click.option("--t-end", type=click.FloatRange(min=0.0, min_open=True), required=True,
+              help="End time [s].")
+@click.option("--method", type=click.Choice(METHODS), default=None,
+              help="Integrator (default: the model's solver.method).")
+@click.option("--rtol", type=click.FloatRange(min=0.0, min_open=True), default=None,
+              help="Relative tolerance of dopri5/implicit.")
+@click.option("--atol", type=click.FloatRange(min=0.0, min_open=True), default=None,
+              help="Absolute tolerance (default: rtol times the state scales).")
+@click.option("--step", type=click.FloatRange(min=0.0, min_open=True), default=None,
+              help="RK4 step / initial step [s].")
+@click.option("--max-step", type=click.FloatRange(min=0.0, min_open=True), default=None,
+              help="Largest internal step of dopri5/implicit [s].")
+@click.option("--output-step", type=click.FloatRange(min=0.0, min_open=True), default=None,
+              help="Sampling interval of the results [s] (default: solver.output_step).")
+@click.option("--out", "out_csv", type=click.Path(dir_okay=False), default=None,
+              help="Write the signals to this CSV file (units in the header).")
+@click.option("--plot", "out_png", type=click.Path(dir_okay=False), default=None,
+              help="Save a plot of the signals to this PNG file.")
+@click.option("--signals", "signals_text", default=None, metavar="A,B,...",
+              help="Only these signals in the CSV and plot (e.g. elbow.q,link2.tip_deflection[2]).")
+@click.option("--progress/--no-progress", default=True, show_default=True,
+              help="Show a progress bar.")
+@_user_errors
+def simulate_command(model_file: str, t_end: float, method: Optional[str], rtol: Optional[float],
+                     atol: Optional[float], step: Optional[float], max_step: Optional[float],
+                     output_step: Optional[float], out_csv: Optional[str], out_png: Optional[str],
+                     signals_text: Optional[str], progress: bool) -> None:
+    """Simulate MODEL from t = 0 to --t-end and print a summary."""
+    names = _parse_signals(signals_text)
+    model = load_model(model_file)
+    system = compile_model(model)
+    if names is not None:  # check the names before a possibly long run
+        known = _output_names(system)
+        _subset(Result(np.zeros(1), {n: np.zeros(1) for n in known}, known, {}, np.zeros((1, 1))), names)
+    wall = time.perf_counter()
+    try:
+        result = simulate(system, t_end, method=method, rtol=rtol, atol=atol, step=step,
+                          max_step=max_step, output_step=output_step, progress=progress)
+    except SolverError:
+        if progress:
+            click.echo("", err=True)  # leave the unfinished progress bar line
+        raise
+    wall = time.perf_counter() - wall
+    shown = _subset(result, names) if names is not None else result
+    if out_csv:
+        shown.to_csv(out_csv)
+    if out_png:
+        shown.plot(out_png, signals=names, title=model.name)
+    settings = settings_of(model, method=method, step=step, rtol=rtol, atol=atol, max_step=max_step)
+    _print_summary(model, system, result, settings, t_end, wall)
+    if out_csv:
+        click.echo(f"wrote {out_csv} ({len(shown.names)} signals, {result.time.size} samples)")
+    if out_png:
+        click.echo(f"wrote {out_png}")
+
+
+def _print_summary(model: Model, system: System, result: Result, settings: Settings, t_end: float,
+                   wall: float) -> None:
+    st = result.stats
+    how = (f"step {_fmt(settings.step)} s" if settings.method == "rk4"
+           else f"rtol {_fmt(settings.rtol)}, max_step {_fmt(settings.max_step)} s")
+    integ = st.get("wall_time", wall)
+    click.echo(f"model    {model.name} ({model.source})")
+    click.echo(f"solver   {settings.method} ({how}): {st.get('steps', 0)} steps, "
+               f"{st.get('rejected', 0)} rejected")
+    click.echo(f"time     {_fmt(t_end)} s simulated in {wall:.3g} s wall ({integ:.3g} s integrating, "
+               f"{t_end / max(integ, 1e-12):.3g}x real time)")
+    e = result["energy.total"]
+    if _is_conservative(model):
+        drift = float(np.max(np.abs(e - e[0])))
+        scale = max(float(np.max(result["energy.kinetic"])), float(np.max(result["energy.strain"])), 1e-300)
+        click.echo(f"energy   conservative model: drift max|E - E(0)| = {drift:.3g} J "
+                   f"({drift / scale:.2g} of the largest kinetic/strain energy)")
+    else:
+        click.echo(f"energy   E(0) = {_fmt(e[0])} J, E(end) = {_fmt(e[-1])} J "
+                   "(not conservative: damping, drives or forces)")
+    click.echo(f"final joint values at t = {_fmt(result.time[-1])} s:")
+    width = max([len(n) for n in system.joints] + [4])
+    for jn in system.joints:
+        parts = []
+        for name in result.names:
+            prefix, _, rest = name.partition(".")
+            if prefix == jn and re.fullmatch(r"(q|qd|r|v|quat|w)(\[\d+\])?", rest):
+                parts.append(f"{rest} = {_fmt(result[name][-1])} {result.units[name]}")
+        click.echo(f"  {jn:<{width}}  " + (", ".join(parts) if parts else "(fixed)"))
+
+
+# ------------------------------------------------------------------------------ modes
+
+def _parse_spin(values: Sequence[str]) -> dict[str, float]:
+    spin: dict[str, float] = {}
+    for text in values:
+        joint, sep, rate = text.partition("=")
+        try:
+            if not (sep and joint.strip()):
+                raise ValueError
+            spin[joint.strip()] = float(rate)
+        except ValueError:
+            raise click.BadParameter(f"expected JOINT=RATE (e.g. hub=6), got {text!r}",
+                                     param_hint="--spin") from None
+    return spin
+
+
+@main.command("modes")
+@click.argument("model_file", metavar="MODEL")
+@click.option("--n", "n_modes", type=click.IntRange(min=1), default=6, show_default=True,
+              help="Number of modes, lowest first.")
+@click.option("--spin", multiple=True, metavar="JOINT=RATE",
+              help="Turn JOINT at a constant RATE [rad/s] (repeatable).")
+@_user_errors
+def modes_command(model_file: str, n_modes: int, spin: Sequence[str]) -> None:
+    """Natural frequencies and damping ratios of MODEL, linearized about its static
+    equilibrium (in the frame turning with the --spin joints)."""
+    spin_rates = _parse_spin(spin)
+    try:
+        from . import modes as modes_fn
+    except ImportError:
+        raise click.ClickException("modal analysis (flexmbs.modes) is not available in this "
+                                   "flexmbs version") from None
+    model = load_model(model_file)
+    res = modes_fn(model, n=n_modes, spin=spin_rates or None)
+    about = ", ".join(f"{j} = {_fmt(r)} rad/s" for j, r in spin_rates.items())
+    click.echo(f"natural modes of {model.name}" + (f" spinning ({about})" if about else ""))
+    freqs = np.asarray(res.frequencies_hz, dtype=float)
+    zetas = np.asarray(res.damping_ratios, dtype=float)
+    shapes = getattr(res, "shapes", None)
+    coords = getattr(res, "coordinate_names", None)
+    header = f"{'mode':>4}  {'f [Hz]':>12}  {'omega [rad/s]':>14}  {'zeta':>9}"
+    has_dom = shapes is not None and coords is not None and np.size(shapes) > 0
+    click.echo(header + ("  dominant coordinate" if has_dom else ""))
+    for k, (f, z) in enumerate(zip(freqs, zetas)):
+        note = ""
+        if f < 0:
+            note = "  (divergent: statically unstable)"
+        elif f == 0:
+            note = "  (rigid-body)"
+        dom = ""
+        if has_dom:
+            dom = "  " + str(coords[int(np.argmax(np.abs(np.asarray(shapes)[:, k])))])
+        zt = "-" if not np.isfinite(z) else f"{0.0 if abs(z) < 1e-9 else z:.4g}"
+        click.echo(f"{k + 1:>4}  {f:>12.6g}  {2 * np.pi * f:>14.6g}  {zt:>9}{dom}{note}")
+    if freqs.size < n_modes:
+        click.echo(f"(the model has only {freqs.size} modes)")
+
+
+# ------------------------------------------------------------------------------ check
+
+@main.command("check")
+@click.argument("model_file", metavar="MODEL")
+@_user_errors
+def check_command(model_file: str) -> None:
+    """Load, validate and compile MODEL; print its bodies, joints, inputs and outputs."""
+    model = load_model(model_file)
+    system = compile_model(model)
+    click.echo(f"model {model.name!r} ({model.source}): valid")
+    if model.description:
+        click.echo(f"  {model.description}")
+    click.echo(f"  gravity {list(model.gravity)} m/s^2; {system.nq} position and {system.nv} velocity "
+               f"coordinates")
+    s = model.solver
+    how = f"step {_fmt(s.step)} s" if s.method == "rk4" else f"rtol {_fmt(s.rtol)}, max_step {_fmt(s.max_step)} s"
+    click.echo(f"  solver {s.method} ({how}), output_step {_fmt(s.output_step)} s")
+
+    click.echo(f"bodies ({len(system.bodies)}):")
+    for bn in system.bodies:
+        b = model.body(bn)
+        d = system.flex.get(bn)
+        if d is None:
+            click.echo(f"  {bn}: rigid, mass {_fmt(b.mass)} kg, com {list(b.com)} m")
+            continue
+        what = (f"beam, length {_fmt(b.length)} m, {b.elements} elements" if b.type == "beam"
+                else f"superelement, {d.node_positions.shape[0]} nodes")
+        extra = f", tip mass {_fmt(b.tip_mass)} kg" if b.type == "beam" and b.tip_mass else ""
+        click.echo(f"  {bn}: {what}, mass {_fmt(d.mass)} kg{extra}")
+        freqs = ", ".join(_fmt(f) for f in np.asarray(d.freqs) / (2 * np.pi))
+        stiff = "" if b.type != "beam" else (", geometric stiffening on" if b.geometric_stiffening
+                                             else ", geometric stiffening OFF")
+        click.echo(f"    {d.n} modes [Hz]: {freqs}{stiff}")
+
+    click.echo(f"joints ({len(system.joints)}):")
+    for jn in system.joints:
+        j = model.joint(jn)
+        nq, nv = JOINT_NQ[j.type], JOINT_NV[j.type]
+        coords = f"{nq} coordinate{'s' if nq != 1 else ''}" if nq == nv else f"{nq} q / {nv} u"
+        axis = f", axis {list(j.axis)}" if j.type in ("revolute", "prismatic", "cylindrical", "universal", "planar") else ""
+        click.echo(f"  {jn}: {j.type} {j.parent}.{j.parent_marker} -> {j.child}.{j.child_marker}, "
+                   f"{coords}{axis}")
+        details = [f"drive {_drive_text(system, model, jn)}"]
+        if j.spring is not None:
+            details.append(f"spring {_fmt(j.spring.stiffness)}, damper {_fmt(j.spring.damping)}, "
+                           f"preload {_fmt(j.spring.preload)}")
+        if j.rotor_inertia:
+            details.append(f"rotor inertia {_fmt(j.rotor_inertia)} kg m^2")
+        q_start, q_count = system.joint_q[jn]
+        q0 = system.q0[q_start:q_start + q_count]
+        if nq:
+            details.append(f"q0 {[float(_fmt(v)) for v in q0]}")
+        click.echo("    " + "; ".join(details))
+
+    if model.loads:
+        click.echo(f"loads ({len(model.loads)}):")
+        for ld in model.loads:
+            label = ld.name or ld.type
+            where = (f"on {ld.body}.{ld.marker}, force {list(ld.force)} N, torque {list(ld.torque)} N m "
+                     f"({ld.frame} frame)" if ld.type == "point_force"
+                     else f"{ld.marker_a} - {ld.marker_b}, k {_fmt(ld.stiffness)} N/m, "
+                          f"c {_fmt(ld.damping)} N s/m, rest length {_fmt(ld.rest_length)} m")
+            click.echo(f"  {label}: {ld.type} {where}")
+
+    click.echo(f"inputs ({len(system.inputs)}):")
+    for name, default in zip(system.inputs, system.input_defaults):
+        click.echo(f"  {name} (default {_fmt(default)})")
+    if not system.inputs:
+        click.echo("  (none)")
+    units = _output_names(system)
+    click.echo(f"outputs ({len(units)} signals):")
+    for line in _grouped_outputs(units):
+        click.echo(f"  {line}")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
