@@ -11,6 +11,7 @@ name) is printed to stderr as one clear message and the command exits with statu
 
 from __future__ import annotations
 
+import difflib
 import functools
 import re
 import sys
@@ -46,6 +47,11 @@ def _message(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
+def _debug() -> bool:
+    """True when `flexmbs --debug ...` asked for tracebacks."""
+    return bool((click.get_current_context().find_root().obj or {}).get("debug"))
+
+
 def _user_errors(command: Callable) -> Callable:
     """Turn user errors raised by `command` into a clean message and exit status 1."""
 
@@ -54,8 +60,7 @@ def _user_errors(command: Callable) -> Callable:
         try:
             return command(*args, **kwargs)
         except _USER_ERRORS as exc:
-            ctx = click.get_current_context()
-            if (ctx.find_root().obj or {}).get("debug"):
+            if _debug():
                 raise
             raise click.ClickException(_message(exc)) from None
 
@@ -155,6 +160,15 @@ def _parse_signals(text: Optional[str]) -> Optional[list[str]]:
     return names
 
 
+def _check_signal_names(names: Sequence[str], known: Sequence[str]) -> None:
+    """KeyError for the first unknown name, with the closest known names as suggestions."""
+    for name in names:
+        if name not in known:
+            close = difflib.get_close_matches(name, known, n=3)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            raise KeyError(f"no signal {name!r}{hint} (flexmbs check MODEL lists them all)")
+
+
 def _subset(result: Result, names: Sequence[str]) -> Result:
     """A Result with only the named signals (unknown names raise KeyError with suggestions)."""
     signals = {n: result[n] for n in names}
@@ -198,8 +212,7 @@ def simulate_command(model_file: str, t_end: float, method: Optional[str], rtol:
     model = load_model(model_file)
     system = compile_model(model)
     if names is not None:  # check the names before a possibly long run
-        known = _output_names(system)
-        _subset(Result(np.zeros(1), {n: np.zeros(1) for n in known}, known, {}, np.zeros((1, 1))), names)
+        _check_signal_names(names, list(_output_names(system)))
     wall = time.perf_counter()
     try:
         result = simulate(system, t_end, method=method, rtol=rtol, atol=atol, step=step,
@@ -286,7 +299,14 @@ def modes_command(model_file: str, n_modes: int, spin: Sequence[str]) -> None:
         raise click.ClickException("modal analysis (flexmbs.modes) is not available in this "
                                    "flexmbs version") from None
     model = load_model(model_file)
-    res = modes_fn(model, n=n_modes, spin=spin_rates or None)
+    try:
+        res = modes_fn(model, n=n_modes, spin=spin_rates or None)
+    except RuntimeError as exc:  # no equilibrium found, singular mass matrix, ...
+        if isinstance(exc, SolverError) or _debug():
+            raise
+        raise click.ClickException(
+            f"modal analysis failed: {exc}\n(the modes are computed about the static equilibrium "
+            "nearest to the model's initial state q0: start q0 near the equilibrium you mean)") from None
     about = ", ".join(f"{j} = {_fmt(r)} rad/s" for j, r in spin_rates.items())
     click.echo(f"natural modes of {model.name}" + (f" spinning ({about})" if about else ""))
     freqs = np.asarray(res.frequencies_hz, dtype=float)
