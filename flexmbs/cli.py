@@ -39,7 +39,7 @@ def _message(exc: BaseException) -> str:
         text = str(exc)
         return f"{head}:\n{text}" if "\n" in text else f"{head}: {text}"
     if isinstance(exc, SolverError):
-        return f"simulation failed at {exc}"
+        return f"simulation failed {exc}"
     if isinstance(exc, KeyError) and exc.args:
         return str(exc.args[0])
     if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import time as _time
 from typing import Callable, Mapping, Optional, Sequence, Union
 
@@ -9,7 +10,7 @@ import numpy as np
 
 from .kernels.outputs import sample
 from .model.elements import Model
-from .solvers.stepper import Settings, Stepper
+from .solvers.stepper import Settings, SolverError, Stepper
 from .system import System, compile_model
 
 InputSpec = Union[None, Mapping[str, float], Callable[[float], Mapping[str, float]]]
@@ -46,9 +47,11 @@ class Result:
     def to_csv(self, path: str) -> None:
         """Write time and every signal as columns, with units in the header."""
         names = self.names
-        header = ",".join(["time [s]"] + [f"{n} [{self.units.get(n, '')}]" for n in names])
         data = np.column_stack([self.time] + [self.signals[n] for n in names])
-        np.savetxt(path, data, delimiter=",", header=header, comments="")
+        with open(path, "w", newline="") as f:
+            # names like "tip.R[1,2]" hold commas: the csv module quotes them
+            csv.writer(f).writerow(["time [s]"] + [f"{n} [{self.units.get(n, '')}]" for n in names])
+            np.savetxt(f, data, delimiter=",")
 
     def plot(self, path: Optional[str] = None, signals: Optional[Sequence[str]] = None, title: str = ""):
         """Plot the chosen signals (default: joint angles, tip deflections, energies), one axis
@@ -206,15 +209,26 @@ def simulate(model: Union[Model, System], t_end: float, *, method: Optional[str]
         from tqdm import tqdm
         bar = tqdm(total=t.size - 1, unit="samples", desc=mdl.name)
     wall = _time.perf_counter()
-    for k in range(1, t.size):
-        stepper.advance(t[k - 1], x, t[k], U[k - 1])
-        X[k] = x
-        U[k, :len(system.inputs)] = _input_vector(system, inputs, t[k])
+    try:
+        for k in range(1, t.size):
+            stepper.advance(t[k - 1], x, t[k], U[k - 1])
+            X[k] = x
+            U[k, :len(system.inputs)] = _input_vector(system, inputs, t[k])
+            if bar is not None:
+                bar.update(1)
+    except SolverError as err:
+        # keep what was computed: the samples before the failing step
+        err.partial = _result(system, stepper, settings, t[:k], X[:k], U[:k], _time.perf_counter() - wall)
+        raise
+    finally:
         if bar is not None:
-            bar.update(1)
-    wall = _time.perf_counter() - wall
-    if bar is not None:
-        bar.close()
+            bar.close()
+    return _result(system, stepper, settings, t, X, U, _time.perf_counter() - wall)
+
+
+def _result(system: System, stepper: Stepper, settings: Settings, t: np.ndarray, X: np.ndarray,
+            U: np.ndarray, wall: float) -> Result:
+    """Evaluate the output signals at the sampled states."""
     S = system.arrays
     sensors = np.array(list(system.sensors.values()), dtype=np.int64)
     Xo = np.zeros_like(X)

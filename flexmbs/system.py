@@ -14,14 +14,33 @@ import numpy as np
 from scipy.interpolate import CubicSpline
 
 from .flex import sections as sec
-from .flex.invariants import FlexBodyData, beam_body, epsilon_contract, superelement_body
+from .flex.invariants import (
+    FlexBodyData,
+    beam_body,
+    epsilon_contract,
+    superelement_body,
+)
 from .flex.superelement import load_matrix_market, load_npz
 from .kernels import profiles as prof
-from .kernels.structs import SystemArrays, box, make_workspace
-from .kernels.joints import CODE_OF, FREE, SPHERICAL
 from .kernels.dynamics import MOTION, SERVO, TORQUE
-from .model import (GROUND, JOINT_NQ, JOINT_NV, PROFILE_TYPES, Body, Issue, Marker, Model, ModelError,
-                    inertia_matrix, rotation_matrix, validate)
+from .kernels.joints import CODE_OF, FREE, SPHERICAL
+from .kernels.structs import SystemArrays, box, make_workspace
+from .model import (
+    GROUND,
+    JOINT_NQ,
+    JOINT_NV,
+    PROFILE_TYPES,
+    Body,
+    Issue,
+    Marker,
+    Model,
+    ModelError,
+    inertia_matrix,
+    rotation_matrix,
+    validate,
+)
+from .model.segments import expand_segments
+
 
 @dataclass(frozen=True)
 class System:
@@ -89,7 +108,8 @@ def flex_data(body: Body) -> Optional[FlexBodyData]:
         tip_j = None if body.tip_inertia is None else inertia_matrix(body.tip_inertia)
         return beam_body(body.length, body.elements, body.modes, body.material.E,
                          body.material.shear_modulus, body.material.rho, _section(body),
-                         body.tip_mass, tip_j, body.rotary_inertia, body.geometric_stiffening, body.name)
+                         body.tip_mass, tip_j, body.rotary_inertia, body.geometric_stiffening, body.name,
+                         body.static_modes)
     if body.type == "superelement":
         if body.file is not None:
             se = load_npz(body.file)
@@ -137,6 +157,11 @@ def points_mass_matrix(d: FlexBodyData) -> np.ndarray:
         G = np.hstack([np.eye(3), -_skew(r), P])
         M += m * G.T @ G
     return M
+
+
+def body_size(d: FlexBodyData) -> float:
+    """Characteristic size of a flexible body [m]: beam length or the extent of its nodes."""
+    return max(d.length, float(np.ptp(d.node_positions, axis=0).max()), 1e-3)
 
 
 def _tree_order(model: Model) -> list[int]:
@@ -201,8 +226,9 @@ def _profile_row(p) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
 
 
 def compile_model(model: Model) -> System:
-    """Validate the model and compile it into a System."""
+    """Validate the model and compile it into a System (segmented beams become chains)."""
     validate(model)
+    model = expand_segments(model)
     order = _tree_order(model)
     joints = [model.joints[k] for k in order]
     bodies = [model.body(j.child) for j in joints]
@@ -235,6 +261,7 @@ def compile_model(model: Model) -> System:
     pt_H = np.zeros((nb, npmax, nmax, nmax))
     Mc = np.zeros((nb, 6 + nmax, 6 + nmax))
     Ke, De = (np.zeros((nb, nmax, nmax)) for _ in range(2))
+    eta_max = np.full((nb, nmax), np.inf)
     for i, b in enumerate(bodies):
         d = flex.get(b.name)
         if d is None:
@@ -248,6 +275,7 @@ def compile_model(model: Model) -> System:
         pt_P[i, :npt, :, :n], pt_H[i, :npt, :n, :n] = d.point_shapes, d.point_H
         Mc[i, :6 + n, :6 + n] = consistent_mass_matrix(d) - points_mass_matrix(d)
         Ke[i, :n, :n] = d.Ke
+        eta_max[i, :n] = body_size(d) / np.maximum(np.abs(d.nodal_modes).max(axis=0), 1e-300)
         zeta = np.broadcast_to(np.asarray(b.damping.modal, dtype=float), (n,)) if len(b.damping.modal) else np.zeros(n)
         De[i, :n, :n] = b.damping.stiffness_proportional * d.Ke + np.diag(2.0 * zeta * d.freqs)
 
@@ -356,7 +384,7 @@ def compile_model(model: Model) -> System:
         nb=nb, nq=nq, nv=nv, gravity=np.asarray(model.gravity, dtype=float),
         parent=parent, jtype=jtype, pmark=pmark, c_pos=c_pos, c_R=c_R, axis1=axis1, axis2=axis2,
         jq=jq, jnq=jnq, ju=ju, jnv=jnv, quat_q=quat_q, quat_u=quat_u,
-        nm=nm, eq=eq, ev=ev, mass=mass, pt_n=pt_n, pt_m=pt_m, pt_s=pt_s, pt_P=pt_P, pt_H=pt_H, Mc=Mc,
+        nm=nm, eq=eq, ev=ev, eta_max=eta_max, mass=mass, pt_n=pt_n, pt_m=pt_m, pt_s=pt_s, pt_P=pt_P, pt_H=pt_H, Mc=Mc,
         Ke=Ke, De=De,
         mk_body=np.array(mk_body, np.int64), mk_s0=np.array(mk_s0).reshape(-1, 3),
         mk_R0=np.array(mk_R0).reshape(-1, 3, 3), mk_Phi=np.array(mk_Phi).reshape(-1, 3, nmax),

@@ -12,7 +12,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 from .beam import DOFS_PER_NODE, Beam
-from .reduction import clamped_dofs, constrained_modes
+from .reduction import add_static_modes, clamped_dofs, constrained_modes
 from .sections import Section
 from .superelement import Superelement
 
@@ -126,24 +126,30 @@ class FlexBodyData:
 def beam_body(
     length: float, n_el: int, n_modes: int, E: float, G: float, rho: float, section: Section,
     tip_mass: float = 0.0, tip_inertia: np.ndarray | None = None, rotary_inertia: bool = False,
-    stiffening: bool = True, name: str = "beam",
+    stiffening: bool = True, name: str = "beam", static_modes: bool = False,
 ) -> FlexBodyData:
     """Flexible-body data of a uniform straight beam clamped at its root (node 0, the body origin).
 
     length [m], n_el elements, n_modes kept modes, E [Pa], G [Pa], rho [kg/m^3], section constants,
     tip_mass [kg] and tip_inertia (3x3 about the tip point, body axes) [kg m^2] at x = length,
-    rotary_inertia: bending rotary inertia in the mass matrix, stiffening: compute Ga, Gb and marker H.
+    rotary_inertia: bending rotary inertia in the mass matrix, stiffening: compute Ga, Gb and marker H,
+    static_modes: add the static deflections under tip shear forces and bending moments to the modes.
     """
     beam = Beam(length, n_el, E, G, rho, section, tip_mass, tip_inertia, rotary_inertia, name)
-    return beam_invariants(beam, n_modes, stiffening)
+    return beam_invariants(beam, n_modes, stiffening, static_modes)
 
 
-def beam_invariants(beam: Beam, n_modes: int, stiffening: bool = True) -> FlexBodyData:
+def beam_invariants(beam: Beam, n_modes: int, stiffening: bool = True, static_modes: bool = False) -> FlexBodyData:
     """Flexible-body data of a Beam clamped at node 0; every integral by element Gauss quadrature,
-    with the tip mass/inertia as an extra point at x = length."""
+    with the tip mass/inertia as an extra point at x = length. static_modes: enrich the modes with
+    the static tip shapes for shear forces and bending moments (u_y, u_z, th_y, th_z)."""
     label = f"beam '{beam.name}'"
     root = clamped_dofs([0], beam.n_nodes, DOFS_PER_NODE, label)
-    freqs, Phi = constrained_modes(beam.mass_matrix(), beam.stiffness_matrix(), root, n_modes, label)
+    M, K = beam.mass_matrix(), beam.stiffness_matrix()
+    freqs, Phi = constrained_modes(M, K, root, n_modes, label)
+    if static_modes:
+        tip = DOFS_PER_NODE * (beam.n_nodes - 1) + np.array([1, 2, 4, 5])
+        freqs, Phi = add_static_modes(M, K, root, Phi, tip, label)
     n = Phi.shape[1]
     gauss_x, gauss_w = beam.quadrature()
     # Mass points: the Gauss stations of the distributed mass plus the tip mass at x = L.

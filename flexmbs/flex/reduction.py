@@ -115,3 +115,28 @@ def constrained_modes(
     modes = np.zeros((ndof, n_modes))
     modes[free] = vectors
     return np.sqrt(eigenvalues[:n_modes]), modes
+
+
+def add_static_modes(M: np.ndarray, K: np.ndarray, clamped: np.ndarray, modes: np.ndarray,
+                     load_dofs: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """Enrich constrained modes with the static deflections under unit loads at `load_dofs`
+    (Craig-Bampton-like attachment shapes), so that loads transmitted at an interface are
+    carried exactly in statics. Returns Ritz vectors of span[modes, static shapes]: frequencies
+    (m,) [rad/s] ascending and mass-normalised vectors (ndof, m), m = n + number of independent
+    new shapes."""
+    ndof = M.shape[0]
+    free = np.setdiff1d(np.arange(ndof), clamped)
+    F = np.zeros((free.size, load_dofs.size))
+    F[np.searchsorted(free, load_dofs), np.arange(load_dofs.size)] = 1.0
+    static = np.zeros((ndof, load_dofs.size))
+    static[free] = scipy.linalg.solve(K[np.ix_(free, free)], F, assume_a="pos")
+    static /= np.sqrt(np.einsum("ik,ij,jk->k", static, M, static))
+    basis = np.hstack([modes, static])
+    # M-orthonormalise, dropping directions already in the span
+    mu, U = scipy.linalg.eigh(basis.T @ M @ basis)
+    keep = mu > 1e-10 * mu.max()
+    basis = basis @ (U[:, keep] / np.sqrt(mu[keep]))
+    w2, V = scipy.linalg.eigh(basis.T @ K @ basis)
+    if w2.min() <= 0.0:
+        raise ValueError(f"{name}: static modes gave a non-positive stiffness; is the body clamped?")
+    return np.sqrt(w2), _fix_signs(basis @ V)

@@ -21,7 +21,7 @@ SystemArrays = namedtuple("SystemArrays", [
     "parent", "jtype", "pmark", "c_pos", "c_R", "axis1", "axis2", "jq", "jnq", "ju", "jnv",
     "quat_q", "quat_u",
     # body inertia (flexible bodies padded to nmax modes)
-    "nm", "eq", "ev", "mass", "pt_n", "pt_m", "pt_s", "pt_P", "pt_H", "Mc", "Ke", "De",
+    "nm", "eq", "ev", "eta_max", "mass", "pt_n", "pt_m", "pt_s", "pt_P", "pt_H", "Mc", "Ke", "De",
     # markers
     "mk_body", "mk_s0", "mk_R0", "mk_Phi", "mk_Psi", "mk_H",
     # per velocity coordinate: q index, spring, drive
@@ -119,7 +119,7 @@ def _prototype_system() -> tuple:
     dims = dict(
         nb=0, nq=0, nv=0, gravity=f(3), parent=i(0), jtype=i(0), pmark=i(0), c_pos=f((0, 3)),
         c_R=f((0, 3, 3)), axis1=f((0, 3)), axis2=f((0, 3)), jq=i(0), jnq=i(0), ju=i(0), jnv=i(0),
-        quat_q=i(0), quat_u=i(0), nm=i(0), eq=i(0), ev=i(0), mass=f(0), pt_n=i(0), pt_m=f((0, 1)),
+        quat_q=i(0), quat_u=i(0), nm=i(0), eq=i(0), ev=i(0), eta_max=f((0, 1)), mass=f(0), pt_n=i(0), pt_m=f((0, 1)),
         pt_s=f((0, 1, 3)), pt_P=f((0, 1, 3, 1)), pt_H=f((0, 1, 1, 1)), Mc=f((0, 7, 7)),
         Ke=f((0, 1, 1)), De=f((0, 1, 1)),
         mk_body=i(0), mk_s0=f((0, 3)), mk_R0=f((0, 3, 3)), mk_Phi=f((0, 3, 1)), mk_Psi=f((0, 3, 1)),

@@ -101,7 +101,9 @@ class Body:
     or a 3x3 matrix.
     Beam: length [m], elements, modes, material, section, tip_mass [kg], tip_inertia about the
     tip point [kg m^2], rotary_inertia of bending, geometric_stiffening (default on), damping,
-    segments: split into this many floating frames joined rigidly (a corotational chain).
+    segments: split into this many floating frames joined rigidly (a corotational chain);
+    static_modes: add the static tip deflections under shear forces and bending moments to the
+    modes (4 more coordinates; exact statics for loads at the tip, as a chain's segments need).
     Superelement: file (.npz with M, K, nodes) or mass_file/stiffness_file (Matrix Market) and
     nodes_file; reference_nodes clamped for the constrained modes; modes.
     """
@@ -122,6 +124,7 @@ class Body:
     rotary_inertia: bool = False
     geometric_stiffening: bool = True
     segments: int = 1
+    static_modes: bool = False
     damping: Damping = field(default_factory=Damping)
     file: Optional[str] = None
     mass_file: Optional[str] = None

@@ -6,13 +6,15 @@ from numba import njit
 from ..kernels.dynamics import normalize_quaternions, rhs
 from ..kernels.rotations import JIT
 
-OK, SINGULAR, STEP_TOO_SMALL, NOT_FINITE, NEWTON_FAILED = 0, 1, 2, 3, 4
+OK, SINGULAR, STEP_TOO_SMALL, NOT_FINITE, NEWTON_FAILED, DIVERGED = 0, 1, 2, 3, 4, 5
 MESSAGES = {
     OK: "ok",
     SINGULAR: "the mass matrix became singular or indefinite",
     STEP_TOO_SMALL: "the step size fell below the minimum: the solution is diverging or the model is too stiff for the method",
     NOT_FINITE: "the state became NaN or infinite: the solution diverged",
     NEWTON_FAILED: "Newton iterations did not converge even at the minimum step size",
+    DIVERGED: "an elastic deflection exceeded the size of its body: the solution diverged (a body "
+              "spinning faster than its first bending frequency without geometric stiffening does this)",
 }
 RK4, DOPRI5, IMPLICIT = 0, 1, 2
 
@@ -28,11 +30,17 @@ def error_norm(err, x0, x1, atol, rtol):
 
 
 @njit(**JIT)
-def all_finite(x):
+def check_state(S, x):
+    """OK, NOT_FINITE, or DIVERGED when a modal coordinate exceeds its bound S.eta_max (the
+    amplitude at which the mode alone deflects its body by the body's size)."""
     for v in x:
         if not np.isfinite(v):
-            return False
-    return True
+            return NOT_FINITE
+    for b in range(S.nb):
+        for k in range(S.nm[b]):
+            if abs(x[S.eq[b] + k]) > S.eta_max[b, k]:
+                return DIVERGED
+    return OK
 
 
 @njit(**JIT)

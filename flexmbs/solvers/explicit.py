@@ -4,7 +4,7 @@ import numpy as np
 from numba import njit
 
 from ..kernels.rotations import JIT
-from .common import NOT_FINITE, OK, STEP_TOO_SMALL, all_finite, error_norm, f_eval, project
+from .common import OK, STEP_TOO_SMALL, check_state, error_norm, f_eval, project
 
 # Dormand-Prince 5(4) tableau
 _C = np.array([0.0, 1 / 5, 3 / 10, 4 / 5, 8 / 9, 1.0, 1.0])
@@ -44,8 +44,9 @@ def rk4_advance(S, W, t, x, t_end, h, inputs, K, xs):
         for i in range(nx):
             x[i] += (hh / 6.0) * (K[0, i] + 2.0 * K[1, i] + 2.0 * K[2, i] + K[3, i])
         project(S, x)
-        if not all_finite(x):
-            return NOT_FINITE, k
+        st = check_state(S, x)
+        if st != OK:
+            return st, k
     return OK, n
 
 
@@ -60,6 +61,7 @@ def dopri5_advance(S, W, t, x, t_end, h, h_max, h_min, rtol, atol, inputs, K, xs
         h = min(h, h_max, t_end - t)
         last = h >= t_end - t
         nx = x.size
+        st = OK
         for s in range(1, 7):
             for i in range(nx):
                 acc = x[i]
@@ -68,21 +70,24 @@ def dopri5_advance(S, W, t, x, t_end, h, h_max, h_min, rtol, atol, inputs, K, xs
                 xs[i] = acc
             st = f_eval(S, W, t + _C[s] * h, xs, inputs, K[s])
             if st != OK:
-                return st, h, nsteps, nrej
-        for i in range(nx):
-            acc = 0.0
-            for j in range(7):
-                acc += h * _E[j] * K[j, i]
-            err[i] = acc
-        en = error_norm(err, x, xs, atol, rtol)
-        if not np.isfinite(en):
+                break
+        if st == OK:
+            for i in range(nx):
+                acc = 0.0
+                for j in range(7):
+                    acc += h * _E[j] * K[j, i]
+                err[i] = acc
+            en = error_norm(err, x, xs, atol, rtol)
+        if st != OK or not np.isfinite(en):
+            # a trial stage left the valid region (e.g. an indefinite mass matrix): reject
             en = 1e10
         if en <= 1.0:
             t = t_end if last else t + h
             x[:] = xs
             project(S, x)
-            if not all_finite(x):
-                return NOT_FINITE, h, nsteps, nrej
+            st = check_state(S, x)
+            if st != OK:
+                return st, h, nsteps, nrej
             K[0] = K[6]
             nsteps += 1
             h = h * min(5.0, max(0.2, 0.9 * en ** -0.2)) if en > 0 else 5.0 * h
@@ -90,5 +95,5 @@ def dopri5_advance(S, W, t, x, t_end, h, h_max, h_min, rtol, atol, inputs, K, xs
             nrej += 1
             h = h * max(0.2, 0.9 * en ** -0.2)
             if h < h_min:
-                return STEP_TOO_SMALL, h, nsteps, nrej
+                return (STEP_TOO_SMALL if st == OK else st), h, nsteps, nrej
     return OK, h, nsteps, nrej

@@ -10,7 +10,7 @@ import numpy as np
 from numba import njit
 
 from ..kernels.rotations import JIT
-from .common import NEWTON_FAILED, NOT_FINITE, OK, STEP_TOO_SMALL, all_finite, error_norm, f_eval, project
+from .common import NEWTON_FAILED, NOT_FINITE, OK, STEP_TOO_SMALL, check_state, error_norm, f_eval, project
 
 GAMMA = 2.0 - np.sqrt(2.0)
 D = GAMMA / 2.0
@@ -101,8 +101,9 @@ def trbdf2_advance(S, W, t, x, t_end, h, h_max, h_min, rtol, atol, inputs, K, Ja
                 t = t_end if last else t + h
                 x[:] = X1
                 project(S, x)
-                if not all_finite(x):
-                    return NOT_FINITE, h, nsteps, nrej
+                st = check_state(S, x)
+                if st != OK:
+                    return st, h, nsteps, nrej
                 nsteps += 1
                 h = h * min(4.0, max(0.2, 0.9 * en ** (-1.0 / 3.0))) if en > 0 else 4.0 * h
             else:

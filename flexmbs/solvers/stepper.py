@@ -8,19 +8,21 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..model.elements import METHODS
-from ..system import System
+from ..system import System, body_size
 from .common import DOPRI5, IMPLICIT, MESSAGES, OK, RK4, f_eval
 from .explicit import dopri5_advance, rk4_advance
 from .implicit import trbdf2_advance
 
 
 class SolverError(RuntimeError):
-    """The integration failed; `status` is a solvers.common code, `time` where it happened."""
+    """The integration failed; `status` is a solvers.common code, `time` the end of the step in
+    which it happened [s]; `partial` (set by simulate) the Result up to the last good sample."""
 
     def __init__(self, status: int, time: float, detail: str = "") -> None:
         self.status = status
         self.time = time
-        super().__init__(f"t = {time:.6g} s: {MESSAGES.get(status, 'solver failure')}{detail}")
+        self.partial = None
+        super().__init__(f"at t = {time:.6g} s (end of the failing step): {MESSAGES.get(status, 'solver failure')}{detail}")
 
 
 def state_scales(system: System) -> np.ndarray:
@@ -34,7 +36,7 @@ def state_scales(system: System) -> np.ndarray:
     xs = np.ones(S.nq + S.nv)
     for name, (e0, n) in system.body_eta.items():
         d = system.flex[name]
-        size = max(d.length, float(np.ptp(d.node_positions, axis=0).max()), 1e-3)
+        size = body_size(d)
         amp = np.abs(d.nodal_modes).max(axis=0)
         eta_scale = 1e-3 * size / np.maximum(amp, 1e-300)
         xs[e0:e0 + n] = eta_scale
