@@ -32,7 +32,6 @@ flexmbs.solvers.stepper.state_scales (1 for joint coordinates, a small modal amp
 from __future__ import annotations
 
 import copy
-import difflib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -40,7 +39,7 @@ import numpy as np
 
 from .kernels.dynamics import MOTION, rhs
 from .model.elements import JOINT_NV, Drive, Model, Profile
-from .simulate import _tip_marker
+from .simulate import _tip_marker, lookup
 from .solvers.stepper import state_scales
 from .system import System, compile_model
 
@@ -168,12 +167,7 @@ class _Coordinates:
         return self.position_names + self.velocity_names
 
     def lookup(self, name: str) -> tuple:
-        try:
-            return self.signals[name]
-        except KeyError:
-            close = difflib.get_close_matches(name, self.signals, n=3)
-            hint = f"; did you mean {', '.join(close)}?" if close else ""
-            raise KeyError(f"no output {name!r}{hint}") from None
+        return lookup(self.signals, name, "output")
 
     def state(self, x_ref: np.ndarray, dz: np.ndarray) -> np.ndarray:
         """Full state [q; u] of the reference perturbed by dz (minimal coordinates)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import difflib
 import time as _time
 from typing import Callable, Mapping, Optional, Sequence, Union
 
@@ -14,6 +15,16 @@ from .solvers.stepper import Settings, SolverError, Stepper
 from .system import System, compile_model
 
 InputSpec = Union[None, Mapping[str, float], Callable[[float], Mapping[str, float]]]
+
+
+def lookup(table: Mapping, name: str, kind: str):
+    """table[name], or a KeyError naming the closest known names."""
+    try:
+        return table[name]
+    except KeyError:
+        close = difflib.get_close_matches(name, list(table), n=3)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise KeyError(f"no {kind} {name!r}{hint}") from None
 
 
 class Result:
@@ -33,13 +44,7 @@ class Result:
         return list(self.signals)
 
     def __getitem__(self, name: str) -> np.ndarray:
-        try:
-            return self.signals[name]
-        except KeyError:
-            import difflib
-            close = difflib.get_close_matches(name, self.signals, n=3)
-            hint = f"; did you mean {', '.join(close)}?" if close else ""
-            raise KeyError(f"no signal {name!r}{hint}") from None
+        return lookup(self.signals, name, "signal")
 
     def __contains__(self, name: str) -> bool:
         return name in self.signals

@@ -19,7 +19,8 @@ Its inertia is the sum of two exact parts:
 
 from numba import njit
 
-from .linalg import fill2
+from .kinematics import foreshortening
+from .linalg import fill2, quad
 from .rotations import JIT, cross, cross_add
 
 
@@ -45,11 +46,7 @@ def first_moment(S, b, eta, out):
             for j in range(n):
                 acc += P[k, j] * eta[j]
             out[k] += mq * acc
-        ehe = 0.0
-        for i in range(n):
-            for j in range(n):
-                ehe += eta[i] * H[i, j] * eta[j]
-        out[0] -= 0.5 * mq * ehe
+        out[0] -= 0.5 * mq * quad(eta, H[:n, :n], eta)
     return m
 
 
@@ -69,24 +66,13 @@ def body_terms(S, W, b, eta, etad, vb, wb, gb, Mb, hb, Fb):
     a = W.m_t2
     t = W.m_sw
     D = W.m_Ds
-    h = W.b_Gaeta
-    hd = W.b_Gaetad
+    h = W.f_h
+    hd = W.f_hd
     for q in range(S.pt_n[b]):
         mq = S.pt_m[b, q]
         P = S.pt_P[b, q]
         H = S.pt_H[b, q]
-        ehe = 0.0
-        dhd = 0.0
-        for i in range(n):
-            hi = 0.0
-            hdi = 0.0
-            for j in range(n):
-                hi += H[i, j] * eta[j]
-                hdi += H[i, j] * etad[j]
-            h[i] = hi
-            hd[i] = hdi
-            ehe += eta[i] * hi
-            dhd += etad[i] * hdi
+        ehe, dhd = foreshortening(H, eta, etad, h, hd)
         for k in range(3):
             acc = S.pt_s[b, q, k]
             for j in range(n):
@@ -109,6 +95,9 @@ def body_terms(S, W, b, eta, etad, vb, wb, gb, Mb, hb, Fb):
         cross(wb, r, t)
         cross_add(wb, t, a, 1.0)
         _add_point(Mb, hb, Fb, mq, r, D, a, gb, n)
+    for k in range(3):
+        for l in range(3):
+            Mb[3 + l, k] = Mb[k, 3 + l]
     # the frame-acceleration term w x v acts on the points through G_q: add M_points[:, v] (w x v)
     cross(wb, vb, t)
     for i in range(nb6):
@@ -158,12 +147,6 @@ def _add_point(Mb, hb, Fb, m, r, D, a, g, n):
     Mb[1, 5] += m * x
     Mb[2, 3] += m * y
     Mb[2, 4] -= m * x
-    Mb[4, 0] += m * z
-    Mb[5, 0] -= m * y
-    Mb[3, 1] -= m * z
-    Mb[5, 1] += m * x
-    Mb[3, 2] += m * y
-    Mb[4, 2] -= m * x
     # w-w block: m (|r|^2 I - r r^T)
     rr = x * x + y * y + z * z
     for k in range(3):

@@ -15,6 +15,25 @@ from .rotations import JIT, cross, cross_add, dexp, dexp_bias, expmap
 
 
 @njit(**JIT)
+def foreshortening(H, eta, etad, h, hd):
+    """h = H eta, hd = H etad; returns (eta^T H eta, etad^T H etad). The axial displacement of a
+    point with foreshortening matrix H is -1/2 eta^T H eta; its rate -eta^T H etad."""
+    ehe = 0.0
+    dhd = 0.0
+    for i in range(eta.shape[0]):
+        hi = 0.0
+        hdi = 0.0
+        for j in range(eta.shape[0]):
+            hi += H[i, j] * eta[j]
+            hdi += H[i, j] * etad[j]
+        h[i] = hi
+        hd[i] = hdi
+        ehe += eta[i] * hi
+        dhd += etad[i] * hdi
+    return ehe, dhd
+
+
+@njit(**JIT)
 def marker_local(S, W, k, q, u):
     """Pose and motion of marker k relative to its body frame B (all in B), into W.m_*:
 
@@ -45,19 +64,12 @@ def marker_local(S, W, k, q, u):
     Ds = W.m_Ds
     psi = W.m_psi
     psid = W.m_psid
-    ehe = 0.0
-    dhd = 0.0
+    h = W.f_h
+    ehe, dhd = foreshortening(H, eta, etad, h, W.f_hd)
     for j in range(n):
-        he = 0.0
-        hd = 0.0
-        for l in range(n):
-            he += H[j, l] * eta[l]
-            hd += H[j, l] * etad[l]
-        ehe += eta[j] * he
-        dhd += etad[j] * hd
         for i in range(3):
             Ds[i, j] = Phi[i, j]
-        Ds[0, j] -= he
+        Ds[0, j] -= h[j]
     for i in range(3):
         acc_s = 0.0
         acc_sd = 0.0

@@ -19,24 +19,6 @@ def mv(A, x, out):
         out[i] = s
 
 
-@njit(**JIT)
-def mv_add(A, x, out, alpha):
-    """out += alpha A x."""
-    for i in range(A.shape[0]):
-        s = 0.0
-        for j in range(A.shape[1]):
-            s += A[i, j] * x[j]
-        out[i] += alpha * s
-
-
-@njit(**JIT)
-def mtv(A, x, out):
-    """out = A^T x."""
-    for j in range(A.shape[1]):
-        s = 0.0
-        for i in range(A.shape[0]):
-            s += A[i, j] * x[i]
-        out[j] = s
 
 
 @njit(**JIT)
@@ -60,37 +42,7 @@ def mm(A, B, out):
             out[i, j] = s
 
 
-@njit(**JIT)
-def mm_add(A, B, out):
-    """out += A B."""
-    for i in range(A.shape[0]):
-        for j in range(B.shape[1]):
-            s = 0.0
-            for k in range(A.shape[1]):
-                s += A[i, k] * B[k, j]
-            out[i, j] += s
 
-
-@njit(**JIT)
-def mtm(A, B, out):
-    """out = A^T B."""
-    for i in range(A.shape[1]):
-        for j in range(B.shape[1]):
-            s = 0.0
-            for k in range(A.shape[0]):
-                s += A[k, i] * B[k, j]
-            out[i, j] = s
-
-
-@njit(**JIT)
-def mmt(A, B, out):
-    """out = A B^T."""
-    for i in range(A.shape[0]):
-        for j in range(B.shape[0]):
-            s = 0.0
-            for k in range(A.shape[1]):
-                s += A[i, k] * B[j, k]
-            out[i, j] = s
 
 
 @njit(**JIT)
