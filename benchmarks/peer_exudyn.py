@@ -219,51 +219,75 @@ def _rk4_settings(exu, t_end, h, sensor_period=None):
     return s
 
 
-def double_pendulum(t_end: float = 10.0, h: float = 1e-3, repeats: int = 3,
-                    warmup: bool = True) -> dict:
-    """Rigid planar double pendulum, exudyn ObjectKinematicTree + explicit RK44, fixed step h.
+def double_pendulum_case(t_end: float = 10.0, h: float = 1e-3,
+                         output_dt: float | None = None):
+    """Build the double pendulum once and return ``(solve, collect)``.
 
-    Returns dict with wall_time_s (best of ``repeats`` solves), theta1, theta2 [rad] at
-    ``t_end`` (theta1 absolute from +x, theta2 relative to link 1), t_end, h, n_steps and
-    solver information proving that the classical 4-stage RK with a fixed step was used.
+    ``solve()`` runs one ``mbs.SolveDynamic`` (the part that is timed); ``collect()`` returns
+    the result dict of the last solve (no timing).  With ``output_dt`` [s] a node sensor
+    stores the joint angles every ``output_dt`` in memory (as flexmbs does with its output
+    step), and ``collect()`` also returns them as ``t_out``, ``theta_out``.  Used by
+    ``double_pendulum`` and by ``benchmarks/run.py``, which times both codes in the same
+    loop.
     """
     exu = _exudyn()
-    SC, mbs, node, _ = _build_double_pendulum()
-    s = _rk4_settings(exu, t_end, h)
+    SC, mbs, node, sensor = _build_double_pendulum(sensor_period=output_dt)
+    s = _rk4_settings(exu, t_end, h, sensor_period=output_dt)
     solver = exu.DynamicSolverType.RK44
 
     def solve():
         mbs.SolveDynamic(s, solverType=solver)
 
+    def collect() -> dict:
+        q = np.asarray(mbs.GetNodeOutput(node, exu.OutputVariableType.Coordinates))
+        dyn = mbs.sys["dynamicSolver"]
+        it = dyn.it
+        info = {
+            "solver_name": dyn.GetSolverName(),
+            "stages": dyn.GetNumberOfStages(),
+            "order": dyn.GetMethodOrder(),
+            "automatic_step_size": bool(it.automaticStepSize),
+            "steps_taken": int(it.currentStepIndex) - 1,  # index is one past the last step
+            "min_step": float(it.minStepSize) if it.automaticStepSize else float(it.maxStepSize),
+            "max_step": float(it.maxStepSize),
+            "t_reached": float(mbs.systemData.GetTime()),
+        }
+        assert info["stages"] == 4 and not info["automatic_step_size"]
+        assert abs(info["t_reached"] - t_end) < 1e-9 and abs(info["max_step"] - h) < 1e-15
+        out = {
+            "theta1": float(q[0]),
+            "theta2": float(q[1]),
+            "t": float(t_end),
+            "h": float(h),
+            "n_steps": int(round(t_end / h)),
+            "output_dt": output_dt,
+            "solver": "exudyn ObjectKinematicTree + DynamicSolverType.RK44 (fixed step)",
+            "solver_info": info,
+            **exudyn_info(),
+        }
+        if sensor is not None:
+            data = np.asarray(mbs.GetSensorStoredData(sensor))
+            out["t_out"] = data[:, 0].copy()
+            out["theta_out"] = data[:, 1:3].copy()
+        return out
+
+    solve.keep_alive = (SC, mbs)  # the system must outlive the closures
+    return solve, collect
+
+
+def double_pendulum(t_end: float = 10.0, h: float = 1e-3, repeats: int = 3,
+                    warmup: bool = True, output_dt: float | None = None) -> dict:
+    """Rigid planar double pendulum, exudyn ObjectKinematicTree + explicit RK44, fixed step h.
+
+    Returns dict with wall_time_s (best of ``repeats`` solves), theta1, theta2 [rad] at
+    ``t_end`` (theta1 absolute from +x, theta2 relative to link 1), t_end, h, n_steps and
+    solver information proving that the classical 4-stage RK with a fixed step was used.
+    ``output_dt`` [s]: also sample the angles every ``output_dt`` (``t_out``, ``theta_out``);
+    default None = no sensor, as in README_peer.md.
+    """
+    solve, collect = double_pendulum_case(t_end, h, output_dt)
     best, times, cpu = _best_of(solve, repeats, warmup)
-    q = np.asarray(mbs.GetNodeOutput(node, exu.OutputVariableType.Coordinates))
-    dyn = mbs.sys["dynamicSolver"]
-    it = dyn.it
-    info = {
-        "solver_name": dyn.GetSolverName(),
-        "stages": dyn.GetNumberOfStages(),
-        "order": dyn.GetMethodOrder(),
-        "automatic_step_size": bool(it.automaticStepSize),
-        "steps_taken": int(it.currentStepIndex) - 1,  # index is one past the last step
-        "min_step": float(it.minStepSize) if it.automaticStepSize else float(it.maxStepSize),
-        "max_step": float(it.maxStepSize),
-        "t_reached": float(mbs.systemData.GetTime()),
-    }
-    assert info["stages"] == 4 and not info["automatic_step_size"]
-    assert abs(info["t_reached"] - t_end) < 1e-9 and abs(info["max_step"] - h) < 1e-15
-    return {
-        "wall_time_s": best,
-        "wall_times_s": times,
-        "cpu_time_s": cpu,
-        "theta1": float(q[0]),
-        "theta2": float(q[1]),
-        "t": float(t_end),
-        "h": float(h),
-        "n_steps": int(round(t_end / h)),
-        "solver": "exudyn ObjectKinematicTree + DynamicSolverType.RK44 (fixed step)",
-        "solver_info": info,
-        **exudyn_info(),
-    }
+    return {"wall_time_s": best, "wall_times_s": times, "cpu_time_s": cpu, **collect()}
 
 
 def validate_double_pendulum(t_end: float = 10.0, h: float = 1e-3,
@@ -450,6 +474,72 @@ def _implicit_settings(exu, t_end, h, output_dt, modified_newton, abs_tol, rel_t
     return s
 
 
+def spin_up_case(omega_s: float = 6.0, t_end: float = 20.0, n_elements: int = 8,
+                 h: float = 2.5e-3, Ts: float = SPIN_TS, output_dt: float = 0.01,
+                 symbolic: bool = True, modified_newton: bool = True,
+                 abs_tol: float = SPIN_NEWTON_ABS_TOL, rel_tol: float = SPIN_NEWTON_REL_TOL,
+                 spectral_radius: float = 0.9, linear_solver: str = "EigenSparse",
+                 residual_mode: int = 1):
+    """Build the spin-up beam once and return ``(solve, collect)``.
+
+    ``solve()`` runs one ``mbs.SolveDynamic`` (the part that is timed); ``collect()`` returns
+    the result dict of the last solve without timing keys (see ``spin_up_beam``).  Used by
+    ``spin_up_beam`` and by ``benchmarks/run.py``, which times both codes in the same loop.
+    """
+    exu = _exudyn()
+    model = _build_spin_up(omega_s, n_elements, Ts, symbolic)
+    mbs = model["mbs"]
+    ls = getattr(exu.LinearSolverType, linear_solver)
+    s = _implicit_settings(exu, t_end, h, output_dt, modified_newton, abs_tol, rel_tol,
+                           spectral_radius, ls, residual_mode)
+
+    def solve():
+        mbs.SolveDynamic(s, solverType=exu.DynamicSolverType.GeneralizedAlpha)
+
+    def collect() -> dict:
+        it = mbs.sys["dynamicSolver"].it
+        n_steps = int(round(t_end / h))
+        assert abs(float(it.currentTime) - t_end) < 1e-9, "solver did not reach t_end"
+        assert abs(float(it.maxStepSize) - t_end / n_steps) < 1e-15
+
+        data = np.asarray(mbs.GetSensorStoredData(model["sensor"]))
+        t_raw = data[:, 0]
+        n_out = int(round(t_end / output_dt))
+        t = np.linspace(0.0, t_end, n_out + 1)
+        if len(t_raw) != len(t) or np.abs(t_raw - t).max() > 1e-9:
+            # sensor sampling did not land on the output grid (output_dt not a multiple of h)
+            raise ValueError("output_dt must be an integer multiple of h")
+        th = hub_angle(t, omega_s, Ts)
+        x, y = data[:, 1], data[:, 2]
+        tip = -np.sin(th) * x + np.cos(th) * y           # transverse, hub frame
+        tip_axial = np.cos(th) * x + np.sin(th) * y - SPIN_L
+        k = int(np.argmin(tip))
+        return {
+            "t": t,
+            "tip": tip,
+            "tip_axial": tip_axial,
+            "tip_end": float(tip[-1]),
+            "max_abs_tip": float(np.abs(tip).max()),
+            "min_tip": float(tip[k]),
+            "t_min": float(t[k]),
+            "omega_s": omega_s,
+            "n_elements": n_elements,
+            "h": h,
+            "n_steps": n_steps,
+            "n_dof": int(mbs.systemData.ODE2Size()),
+            "newton_iterations": int(it.newtonStepsCount),
+            "jacobian_updates": int(it.newtonJacobiCount),
+            "settings": {"element": "ObjectANCFCable2D", "solver": "GeneralizedAlpha",
+                         "spectral_radius": spectral_radius, "modified_newton": modified_newton,
+                         "abs_tol": abs_tol, "rel_tol": rel_tol, "linear_solver": linear_solver,
+                         "symbolic_user_function": symbolic},
+            **exudyn_info(),
+        }
+
+    solve.keep_alive = model  # system and symbolic user functions must outlive the solves
+    return solve, collect
+
+
 def spin_up_beam(omega_s: float = 6.0, t_end: float = 20.0, n_elements: int = 8,
                  h: float = 2.5e-3, Ts: float = SPIN_TS, output_dt: float = 0.01,
                  repeats: int = 3, warmup: bool = True, symbolic: bool = True,
@@ -463,62 +553,15 @@ def spin_up_beam(omega_s: float = 6.0, t_end: float = 20.0, n_elements: int = 8,
     ``output_dt``), ``tip_axial`` (axial tip displacement in the hub frame), ``tip_end``
     (value at t_end), ``max_abs_tip``, ``min_tip``/``t_min``, Newton statistics, settings.
     """
-    exu = _exudyn()
-    model = _build_spin_up(omega_s, n_elements, Ts, symbolic)
-    mbs = model["mbs"]
-    ls = getattr(exu.LinearSolverType, linear_solver)
-    s = _implicit_settings(exu, t_end, h, output_dt, modified_newton, abs_tol, rel_tol,
-                           spectral_radius, ls, residual_mode)
-
-    def solve():
-        mbs.SolveDynamic(s, solverType=exu.DynamicSolverType.GeneralizedAlpha)
-
+    solve, collect = spin_up_case(omega_s, t_end, n_elements, h, Ts, output_dt, symbolic,
+                                  modified_newton, abs_tol, rel_tol, spectral_radius,
+                                  linear_solver, residual_mode)
     if repeats > 0:
         best, times, cpu = _best_of(solve, repeats, warmup)
     else:  # untimed single solve (reference runs)
         solve()
         best, times, cpu = float("nan"), [], float("nan")
-    it = mbs.sys["dynamicSolver"].it
-    n_steps = int(round(t_end / h))
-    assert abs(float(it.currentTime) - t_end) < 1e-9, "solver did not reach t_end"
-    assert abs(float(it.maxStepSize) - t_end / n_steps) < 1e-15
-
-    data = np.asarray(mbs.GetSensorStoredData(model["sensor"]))
-    t_raw = data[:, 0]
-    n_out = int(round(t_end / output_dt))
-    t = np.linspace(0.0, t_end, n_out + 1)
-    if len(t_raw) != len(t) or np.abs(t_raw - t).max() > 1e-9:
-        # sensor sampling did not land on the output grid (output_dt not a multiple of h)
-        raise ValueError("output_dt must be an integer multiple of h")
-    th = hub_angle(t, omega_s, Ts)
-    x, y = data[:, 1], data[:, 2]
-    tip = -np.sin(th) * x + np.cos(th) * y           # transverse, hub frame
-    tip_axial = np.cos(th) * x + np.sin(th) * y - SPIN_L
-    k = int(np.argmin(tip))
-    return {
-        "wall_time_s": best,
-        "wall_times_s": times,
-        "cpu_time_s": cpu,
-        "t": t,
-        "tip": tip,
-        "tip_axial": tip_axial,
-        "tip_end": float(tip[-1]),
-        "max_abs_tip": float(np.abs(tip).max()),
-        "min_tip": float(tip[k]),
-        "t_min": float(t[k]),
-        "omega_s": omega_s,
-        "n_elements": n_elements,
-        "h": h,
-        "n_steps": n_steps,
-        "n_dof": int(mbs.systemData.ODE2Size()),
-        "newton_iterations": int(it.newtonStepsCount),
-        "jacobian_updates": int(it.newtonJacobiCount),
-        "settings": {"element": "ObjectANCFCable2D", "solver": "GeneralizedAlpha",
-                     "spectral_radius": spectral_radius, "modified_newton": modified_newton,
-                     "abs_tol": abs_tol, "rel_tol": rel_tol, "linear_solver": linear_solver,
-                     "symbolic_user_function": symbolic},
-        **exudyn_info(),
-    }
+    return {"wall_time_s": best, "wall_times_s": times, "cpu_time_s": cpu, **collect()}
 
 
 # ---------------------------------------------------------------------------------------------
