@@ -492,3 +492,16 @@ def test_rotation_matrix_accepts_the_axis_angle_form(tmp_path: Path) -> None:
 def test_unreadable_file_is_a_model_error(tmp_path: Path) -> None:
     with pytest.raises(ModelError, match=r"missing.yaml: cannot read model file: No such file"):
         load_model(tmp_path / "missing.yaml")
+
+
+@pytest.mark.parametrize("jtype", ["spherical", "free"])
+def test_spring_and_rotor_inertia_rejected_on_quaternion_joints(jtype):
+    from flexmbs.model import Spring
+    model = Model("m", bodies=[Body("b", mass=1.0, inertia=(1.0, 1.0, 1.0), markers=[Marker("o")])],
+                  joints=[Joint("j", jtype, "ground", "origin", "b", "o", spring=Spring(stiffness=1.0),
+                                rotor_inertia=0.1)])
+    with pytest.raises(ModelError) as err:
+        validate(model)
+    text = str(err.value)
+    assert f"joints[0] 'j'.spring: a {jtype} joint takes no spring" in text
+    assert f"joints[0] 'j'.rotor_inertia: a {jtype} joint takes no rotor_inertia" in text

@@ -479,6 +479,14 @@ class _Checker:
             self.numbers(loc + ("spring",), j.spring, ("stiffness", "damping"), "non-negative")
             self.number(loc + ("spring", "preload"), j.spring.preload)
         self.number(loc + ("rotor_inertia",), j.rotor_inertia, "non-negative")
+        if j.type in ("spherical", "free"):
+            # their rotations are quaternions, not coordinates a spring or rotor could act on
+            if j.spring is not None:
+                self.add(loc + ("spring",), f"a {j.type} joint takes no spring; use a spring_damper load "
+                                            f"between markers, or revolute/universal joints")
+            if isinstance(j.rotor_inertia, (int, float)) and j.rotor_inertia != 0:
+                self.add(loc + ("rotor_inertia",), f"a {j.type} joint takes no rotor_inertia; put the "
+                                                   f"inertia into the child body")
         if self.instance(loc + ("drive",), j.drive, Drive, "drive"):
             self.drive(loc + ("drive",), j.drive, j.type)
 
