@@ -39,7 +39,7 @@ import numpy as np
 
 from .kernels.dynamics import MOTION, rhs
 from .model.elements import JOINT_NV, Drive, Model, Profile
-from .simulate import _tip_marker, lookup
+from .simulate import tip_marker, lookup
 from .solvers.stepper import state_scales
 from .system import System, compile_model
 
@@ -153,7 +153,7 @@ class _Coordinates:
             for k in range(n):
                 add(f"{b}.eta[{k + 1}]", f"{b}.etad[{k + 1}]", e0 + k, ev + k)
                 self.signals[f"{b}.etadd[{k + 1}]"] = ("ud", ev + k)
-            _, Phi, _, H = _tip_marker(system.flex[b])
+            _, Phi, _, H = tip_marker(system.flex[b])
             for i in range(3):
                 self.signals[f"{b}.tip_deflection[{i + 1}]"] = (
                     "tip", i, e0, n, np.array(Phi[i, :n]), np.array(H[:n, :n]))

@@ -135,7 +135,7 @@ def _signals(system: System, t: np.ndarray, X: np.ndarray, Ud: np.ndarray, Tau: 
         eta = X[:, e0:e0 + n]
         for i in range(n):
             put(f"{bn}.eta[{i + 1}]", eta[:, i], "1")
-        tip = _tip_marker(d)
+        tip = tip_marker(d)
         s0, Phi, _, H = tip
         u = eta @ Phi.T
         u[:, 0] -= 0.5 * np.einsum("ki,ij,kj->k", eta, H, eta)
@@ -155,7 +155,7 @@ def _signals(system: System, t: np.ndarray, X: np.ndarray, Ud: np.ndarray, Tau: 
     return sig, units
 
 
-def _tip_marker(d):
+def tip_marker(d):
     """Marker data of the tip: beam end, or the superelement node farthest from the origin."""
     if d.beam is not None:
         return d.marker(x=d.length)

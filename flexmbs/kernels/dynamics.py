@@ -20,15 +20,19 @@ PASSIVE, TORQUE, MOTION, SERVO = 0, 1, 2, 3
 
 
 @njit(**JIT)
-def apply_prescribed(S, t, q, u, inputs):
-    """Overwrite the motion-driven coordinates with their profile values at time t."""
+def drive_profile(S, c, inputs, t):
+    """(q, qd, qdd) of the profile driving velocity coordinate c at time t [s]."""
+    p = S.drive_prof[c]
+    return profiles.evaluate(S.prof_code[p], S.prof_par[p], S.prof_t[p], S.prof_c[p], S.prof_n[p], inputs, t)
+
+
+@njit(**JIT)
+def apply_prescribed(S, t, q, u, inputs, udot):
+    """Overwrite the motion-driven coordinates and their rates with their profile values at
+    time t, and put the profile accelerations into udot."""
     for c in range(S.nv):
         if S.drive[c] == MOTION:
-            p = S.drive_prof[c]
-            qq, qd, _ = profiles.evaluate(S.prof_code[p], S.prof_par[p], S.prof_t[p], S.prof_c[p],
-                                          S.prof_n[p], inputs, t)
-            q[S.uq[c]] = qq
-            u[c] = qd
+            q[S.uq[c]], u[c], udot[c] = drive_profile(S, c, inputs, t)
 
 
 @njit(**JIT)
@@ -132,9 +136,7 @@ def _joint_forces(S, t, q, u, inputs, M, Q):
         if d == TORQUE:
             Q[c] += inputs[S.drive_in[c]]
         elif d == SERVO:
-            p = S.drive_prof[c]
-            qr, qdr, _ = profiles.evaluate(S.prof_code[p], S.prof_par[p], S.prof_t[p], S.prof_c[p],
-                                           S.prof_n[p], inputs, t)
+            qr, qdr, _ = drive_profile(S, c, inputs, t)
             Q[c] += S.kp[c] * (qr - q[qc]) + S.kd[c] * (qdr - u[c])
         M[c, c] += S.motor_J[c]
 
@@ -180,7 +182,7 @@ def _load_forces(S, W, q, u, inputs, Q):
 def accelerations(S, W, t, q, u, inputs, udot):
     """Solve for udot at (t, q, u) (prescribed values applied in place). Returns False if the
     mass matrix is not positive definite. W.tau_drive gets the motion drives' torques."""
-    apply_prescribed(S, t, q, u, inputs)
+    apply_prescribed(S, t, q, u, inputs, udot)
     assemble(S, W, t, q, u, inputs)
     M = W.M
     nv = S.nv
@@ -189,10 +191,7 @@ def accelerations(S, W, t, q, u, inputs, udot):
     npres = 0
     for c in range(nv):
         if S.drive[c] == MOTION:
-            p = S.drive_prof[c]
-            _, _, qdd = profiles.evaluate(S.prof_code[p], S.prof_par[p], S.prof_t[p], S.prof_c[p],
-                                          S.prof_n[p], inputs, t)
-            udot[c] = qdd
+            qdd = udot[c]
             copy1(M[c], W.Mrow[npres])
             npres += 1
             for r in range(nv):

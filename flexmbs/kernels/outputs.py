@@ -3,11 +3,10 @@
 import numpy as np
 from numba import njit
 
-from .dynamics import MOTION, SERVO, TORQUE, accelerations, apply_prescribed
+from .dynamics import MOTION, SERVO, TORQUE, accelerations, drive_profile
 from .energy import energies
 from .kinematics import marker_world
 from .linalg import copy1
-from .profiles import evaluate
 from .rotations import JIT
 
 
@@ -21,8 +20,7 @@ def drive_torques(S, W, t, q, u, inputs, tau):
         elif d == TORQUE:
             tau[c] = inputs[S.drive_in[c]]
         elif d == SERVO:
-            p = S.drive_prof[c]
-            qr, qdr, _ = evaluate(S.prof_code[p], S.prof_par[p], S.prof_t[p], S.prof_c[p], S.prof_n[p], inputs, t)
+            qr, qdr, _ = drive_profile(S, c, inputs, t)
             tau[c] = S.kp[c] * (qr - q[S.uq[c]]) + S.kd[c] * (qdr - u[c])
         else:
             tau[c] = np.nan
@@ -40,7 +38,6 @@ def sample(S, W, sensors, t, X, inputs, Xout, Ud, Tau, En, Sens):
         u = Xout[k, nq:]
         copy1(X[k, :nq], q)
         copy1(X[k, nq:], u)
-        apply_prescribed(S, t[k], q, u, inputs[k])
         accelerations(S, W, t[k], q, u, inputs[k], Ud[k])
         drive_torques(S, W, t[k], q, u, inputs[k], Tau[k])
         energies(S, W, t[k], q, u, inputs[k], En[k])
