@@ -24,7 +24,8 @@ import numpy as np
 from .model import JOINT_NQ, JOINT_NV, METHODS, ModelError, load_model
 from .model.elements import Model, Profile
 from .model.validate import _PROFILE_FIELDS
-from .simulate import Result, _signals, settings_of, simulate
+from .signals import signal_table
+from .simulate import Result, settings_of, simulate
 from .solvers.stepper import Settings, SolverError
 from .system import System, compile_model
 
@@ -86,14 +87,8 @@ def _fmt(value: float) -> str:
 
 
 def _output_names(system: System) -> dict[str, str]:
-    """The signals `simulate` produces for this system, with units (computed on zero data, so
-    the names are exactly those of a run)."""
-    S = system.arrays
-    t = np.zeros(1)
-    nsens = len(system.sensors)
-    _, units = _signals(system, t, np.zeros((1, system.nq + system.nv)), np.zeros((1, S.nv)),
-                        np.zeros((1, S.nv)), np.zeros((1, 4)), np.zeros((1, nsens, 18)))
-    return units
+    """The signals `simulate` produces for this system, with units."""
+    return {s.name: s.unit for s in signal_table(system)}
 
 
 def _index_range(indices: list[str]) -> str:

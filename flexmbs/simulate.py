@@ -9,8 +9,8 @@ from typing import Callable, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
-from .kernels.outputs import sample
 from .model.elements import Model
+from .signals import Evaluator, output_width, signal_table
 from .solvers.stepper import Settings, SolverError, Stepper
 from .system import System, compile_model
 
@@ -88,80 +88,6 @@ class Result:
         return fig
 
 
-def _joint_unit(jtype: str, k: int) -> tuple[str, str]:
-    """(position unit, torque unit) of coordinate k of a joint type."""
-    if jtype == "prismatic" or (jtype == "cylindrical" and k == 0) or (jtype == "planar" and k < 2):
-        return "m", "N"
-    return "rad", "N.m"
-
-
-def _signals(system: System, t: np.ndarray, X: np.ndarray, Ud: np.ndarray, Tau: np.ndarray,
-             En: np.ndarray, Sens: np.ndarray) -> tuple[dict, dict]:
-    """Name the sampled arrays."""
-    S = system.arrays
-    nq = S.nq
-    sig: dict[str, np.ndarray] = {}
-    units: dict[str, str] = {}
-
-    def put(name: str, values: np.ndarray, unit: str) -> None:
-        sig[name] = np.ascontiguousarray(values)
-        units[name] = unit
-
-    for jn in system.joints:
-        j = system.model.joint(jn)
-        q0, nqj = system.joint_q[jn]
-        u0, nvj = system.joint_u[jn]
-        if j.type in ("spherical", "free"):
-            k0 = 3 if j.type == "free" else 0
-            if j.type == "free":
-                for i in range(3):
-                    put(f"{jn}.r[{i + 1}]", X[:, q0 + i], "m")
-                    put(f"{jn}.v[{i + 1}]", X[:, nq + u0 + i], "m/s")
-            for i in range(4):
-                put(f"{jn}.quat[{i + 1}]", X[:, q0 + k0 + i], "1")
-            for i in range(3):
-                put(f"{jn}.w[{i + 1}]", X[:, nq + u0 + k0 + i], "rad/s")
-            continue
-        for i in range(nvj):
-            sfx = "" if nvj == 1 else f"[{i + 1}]"
-            pu, tu = _joint_unit(j.type, i)
-            put(f"{jn}.q{sfx}", X[:, q0 + i], pu)
-            put(f"{jn}.qd{sfx}", X[:, nq + u0 + i], pu + "/s")
-            put(f"{jn}.qdd{sfx}", Ud[:, u0 + i], pu + "/s2")
-            if system.drives.get(jn, "passive") != "passive":
-                put(f"{jn}.tau", Tau[:, u0 + i], tu)
-    for bn, (e0, n) in system.body_eta.items():
-        d = system.flex[bn]
-        eta = X[:, e0:e0 + n]
-        for i in range(n):
-            put(f"{bn}.eta[{i + 1}]", eta[:, i], "1")
-        tip = tip_marker(d)
-        s0, Phi, _, H = tip
-        u = eta @ Phi.T
-        u[:, 0] -= 0.5 * np.einsum("ki,ij,kj->k", eta, H, eta)
-        for i in range(3):
-            put(f"{bn}.tip_deflection[{i + 1}]", u[:, i], "m")
-    for s, name in enumerate(system.sensors):
-        for i in range(3):
-            put(f"{name}.r[{i + 1}]", Sens[:, s, i], "m")
-            put(f"{name}.v[{i + 1}]", Sens[:, s, 3 + i], "m/s")
-            put(f"{name}.w[{i + 1}]", Sens[:, s, 15 + i], "rad/s")
-        for i in range(9):
-            put(f"{name}.R[{i // 3 + 1},{i % 3 + 1}]", Sens[:, s, 6 + i], "1")
-    put("energy.kinetic", En[:, 0], "J")
-    put("energy.potential", En[:, 1] + En[:, 3], "J")
-    put("energy.strain", En[:, 2], "J")
-    put("energy.total", En.sum(axis=1), "J")
-    return sig, units
-
-
-def tip_marker(d):
-    """Marker data of the tip: beam end, or the superelement node farthest from the origin."""
-    if d.beam is not None:
-        return d.marker(x=d.length)
-    return d.marker(node=int(np.argmax(np.linalg.norm(d.node_positions, axis=1))))
-
-
 def _input_vector(system: System, spec: InputSpec, t: float) -> np.ndarray:
     u = system.input_defaults.copy()
     if spec is None:
@@ -234,14 +160,10 @@ def simulate(model: Union[Model, System], t_end: float, *, method: Optional[str]
 def _result(system: System, stepper: Stepper, settings: Settings, t: np.ndarray, X: np.ndarray,
             U: np.ndarray, wall: float) -> Result:
     """Evaluate the output signals at the sampled states."""
-    S = system.arrays
-    sensors = np.array(list(system.sensors.values()), dtype=np.int64)
-    Xo = np.zeros_like(X)
-    Ud = np.zeros((t.size, S.nv))
-    Tau = np.zeros((t.size, S.nv))
-    En = np.zeros((t.size, 4))
-    Sens = np.zeros((t.size, sensors.size, 18))
-    sample(system.ref, stepper.W, sensors, t, X, U, Xo, Ud, Tau, En, Sens)
-    sig, units = _signals(system, t, Xo, Ud, Tau, En, Sens)
+    table = signal_table(system)
+    Y = np.zeros((t.size, output_width(system)))
+    Evaluator(system, stepper.W).evaluate(t, X, U, Y)
+    sig = {s.name: np.ascontiguousarray(Y[:, s.index]) for s in table}
+    units = {s.name: s.unit for s in table}
     stats = dict(method=settings.method, steps=stepper.nsteps, rejected=stepper.nrejected, wall_time=wall)
-    return Result(t, sig, units, stats, Xo)
+    return Result(t, sig, units, stats, Y[:, :system.nq + system.nv].copy())

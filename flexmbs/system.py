@@ -380,6 +380,12 @@ def compile_model(model: Model) -> System:
     # loads
     pfs = [ld for ld in model.loads if ld.type == "point_force"]
     sds = [ld for ld in model.loads if ld.type == "spring_damper"]
+    pf_input = np.full(len(pfs), -1, np.int64)
+    for f, ld in enumerate(pfs):
+        if ld.input:
+            pf_input[f] = len(inputs)
+            inputs.extend([f"{ld.name}.force[{k}]" for k in (1, 2, 3)] + [f"{ld.name}.torque[{k}]" for k in (1, 2, 3)])
+            input_defaults.extend([0.0] * 6)
     arrays = SystemArrays(
         nb=nb, nq=nq, nv=nv, gravity=np.asarray(model.gravity, dtype=float),
         parent=parent, jtype=jtype, pmark=pmark, c_pos=c_pos, c_R=c_R, axis1=axis1, axis2=axis2,
@@ -396,7 +402,7 @@ def compile_model(model: Model) -> System:
         pf_force=np.array([ld.force for ld in pfs], float).reshape(-1, 3),
         pf_torque=np.array([ld.torque for ld in pfs], float).reshape(-1, 3),
         pf_frame=np.array([1 if ld.frame == "body" else 0 for ld in pfs], np.int64),
-        pf_input=np.full(len(pfs), -1, np.int64),
+        pf_input=pf_input,
         sd_a=np.array([markers[ld.marker_a] for ld in sds], np.int64),
         sd_b=np.array([markers[ld.marker_b] for ld in sds], np.int64),
         sd_k=np.array([ld.stiffness for ld in sds], float),

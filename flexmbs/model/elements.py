@@ -219,7 +219,8 @@ class Joint:
 @dataclass
 class Load:
     """point_force: force [N] and torque [N m] on `marker` of `body`, in `frame` (world or
-    body). spring_damper: between marker_a and marker_b ('body.marker'), stiffness [N/m],
+    body); with `input: true` the inputs `<name>.force[1..3]` and `<name>.torque[1..3]` add to
+    them at run time (FMU inputs, or `inputs=` of simulate). spring_damper: between marker_a and marker_b ('body.marker'), stiffness [N/m],
     damping [N s/m], rest_length [m]."""
 
     type: Literal["point_force", "spring_damper"]
@@ -229,6 +230,7 @@ class Load:
     force: Sequence[float] = (0.0, 0.0, 0.0)
     torque: Sequence[float] = (0.0, 0.0, 0.0)
     frame: Literal["world", "body"] = "world"
+    input: bool = False
     marker_a: Optional[str] = None
     marker_b: Optional[str] = None
     stiffness: float = 0.0
@@ -260,6 +262,34 @@ class Solver:
 
 
 @dataclass
+class Parameter:
+    """A model value exposed as an FMU parameter named `name`. `path` points at a number in the
+    model: `<section>.<entry name>.<field>[.<field>...]`, a 1-based `[i]` indexing a list, e.g.
+    `joints.elbow.spring.stiffness`, `bodies.link2.tip_mass`, `bodies.hub.inertia[3]`. `unit`
+    defaults to the unit of the field where it is unambiguous; min/max bound accepted values."""
+
+    name: str
+    path: str
+    unit: Optional[str] = None
+    min: Optional[float] = None
+    max: Optional[float] = None
+    description: str = ""
+
+
+@dataclass
+class Export:
+    """How the model is exported as an FMU: author and version of the model, the parameters it
+    exposes, and the default experiment (stop_time [s], step_size [s]: communication step,
+    default the solver's output_step)."""
+
+    author: str = ""
+    version: str = "1.0"
+    parameters: list[Parameter] = field(default_factory=list)
+    stop_time: float = 1.0
+    step_size: Optional[float] = None
+
+
+@dataclass
 class Model:
     """A mechanism: bodies connected by a tree of joints, with loads and sensors."""
 
@@ -272,6 +302,7 @@ class Model:
     loads: list[Load] = field(default_factory=list)
     sensors: list[Sensor] = field(default_factory=list)
     solver: Solver = field(default_factory=Solver)
+    fmu: Export = field(default_factory=Export)
     source: Optional[str] = None
 
     def body(self, name: str) -> Body:

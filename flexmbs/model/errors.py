@@ -99,6 +99,10 @@ class Report:
         if not any(at[: len(seen)] == seen for _, _, seen, _ in self._found):
             self._found.append((loc, message, at, line))
 
+    @property
+    def has_issues(self) -> bool:
+        return bool(self._found)
+
     def line(self, loc: Loc) -> Optional[int]:
         """The YAML line of `loc` or of its nearest enclosing location."""
         for n in range(len(loc), -1, -1):

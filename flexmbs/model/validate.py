@@ -11,13 +11,15 @@ import dataclasses
 import math
 import numbers
 import os
+import re
 from typing import Any, Iterable, Optional, Sequence, get_args, get_type_hints
 
 import numpy as np
 
-from .elements import (GROUND, JOINT_NQ, JOINT_NV, Body, Damping, Drive, Joint, Load, Marker,
-                       Material, Model, Profile, Section, Sensor, Solver, Spring)
+from .elements import (GROUND, JOINT_NQ, JOINT_NV, Body, Damping, Drive, Export, Joint, Load,
+                       Marker, Material, Model, Parameter, Profile, Section, Sensor, Solver, Spring)
 from .errors import Loc, Report, show, unknown
+from .paths import PathError, get_value, unit_of
 
 SUPERELEMENT_FILES = ("file", "mass_file", "stiffness_file", "nodes_file")
 UNIT_TOL = 1e-6      # |axis| within this of 1; |axis . axis2|; |R^T R - I|
@@ -41,7 +43,7 @@ _PROFILE_FIELDS = {"constant": ("value", "rate"), "ramp": ("q0", "q1", "t0", "t1
                    "table": ("times", "values"), "spin_up": ("omega_s", "t_s"), "input": ()}
 _DRIVE_FIELDS = {"passive": (), "torque": ("torque",), "motion": ("profile",),
                  "servo": ("profile", "kp", "kd", "motor_inertia")}
-_LOAD_FIELDS = {"point_force": ("body", "marker", "force", "torque", "frame"),
+_LOAD_FIELDS = {"point_force": ("body", "marker", "force", "torque", "frame", "input"),
                 "spring_damper": ("marker_a", "marker_b", "stiffness", "damping", "rest_length")}
 # Axes used per joint type, and the accepted q0 sizes where there is more than one form.
 _JOINT_AXES = {"revolute": ("axis",), "prismatic": ("axis",), "cylindrical": ("axis",),
@@ -115,12 +117,16 @@ def _num(value: float) -> str:
     return f"{value:.6g}"
 
 
+_FMI_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z][A-Za-z0-9_]*)*$")
+
+
 class _Checker:
     """One pass over a model; each method checks one kind of entry at location `loc`."""
 
     def __init__(self, model: Model, report: Report) -> None:
         self.model = model
         self.add = report.add
+        self.report = report
         # Marker names per body name (first body wins for duplicated names), the ground first;
         # references are only reported unknown when all names are known.
         self.markers: dict[str, Optional[list[str]]] = {GROUND: _names(model.ground_markers, Marker)}
@@ -267,6 +273,9 @@ class _Checker:
         if self.instance(("solver",), m.solver, Solver, "solver settings"):
             self.solver(("solver",), m.solver)
         self.tree(bodies, joints)
+        # parameter paths are resolved against the rest of the model, so only once it is sound
+        if self.instance(("fmu",), m.fmu, Export, "FMU export settings"):
+            self.export(("fmu",), m.fmu)
 
     # ------------------------------------------------------------------ bodies and markers
 
@@ -545,6 +554,9 @@ class _Checker:
             self.vector(loc + ("force",), load.force)
             self.vector(loc + ("torque",), load.torque)
             self.choice(loc + ("frame",), load.frame, _choices(Load, "frame"))
+            if load.input is True and not load.name:
+                self.add(loc + ("name",), "a load with input: true needs a name (its inputs are "
+                                          "<name>.force[1..3] and <name>.torque[1..3])")
             return
         for name in ("marker_a", "marker_b"):
             ref = getattr(load, name)
@@ -560,6 +572,38 @@ class _Checker:
         self.numbers(loc, s, ("step", "rtol", "max_step", "output_step"), "positive")
         if s.atol is not None:
             self.number(loc + ("atol",), s.atol, "positive")
+
+    def export(self, loc: Loc, e: Export) -> None:
+        model_sound = not self.report.has_issues
+        self.number(loc + ("stop_time",), e.stop_time, "positive")
+        if e.step_size is not None:
+            self.number(loc + ("step_size",), e.step_size, "positive")
+        params = self.entries(loc + ("parameters",), e.parameters, Parameter)
+        self.names(loc + ("parameters",), params, "parameter")
+        for i, p in params:
+            self.parameter(loc + ("parameters", i), p, model_sound)
+
+    def parameter(self, loc: Loc, p: Parameter, model_sound: bool) -> None:
+        if isinstance(p.name, str) and not _FMI_NAME.match(p.name):
+            self.add(loc + ("name",), f"{p.name!r} is not a valid variable name (letters, digits, "
+                                      "_ and dots, starting with a letter)")
+        if not isinstance(p.path, str) or not model_sound:
+            return
+        try:
+            value = get_value(self.model, p.path)
+            unit = unit_of(self.model, p.path)
+        except PathError as err:
+            self.add(loc + ("path",), str(err))
+            return
+        if p.unit is None and unit is None:
+            self.add(loc + ("unit",), f"give the unit of {p.path!r}: it cannot be told from the field")
+        low = -math.inf if p.min is None else p.min
+        high = math.inf if p.max is None else p.max
+        if low > high:
+            self.add(loc + ("max",), f"max {_num(high)} is below min {_num(low)}")
+        elif not low <= value <= high:
+            self.add(loc, f"the model's value {_num(value)} of {p.path!r} is outside "
+                          f"[{_num(low)}, {_num(high)}]")
 
     # ------------------------------------------------------------------ topology
 

@@ -1,0 +1,155 @@
+"""The output signals of a System: names, units, meanings, and where each sits in the flat
+output vector y that `evaluate` fills. One table serves simulate's Result and the FMU outputs,
+so both always name the same quantity the same way.
+
+y = [q (nq) | u (nv) | udot (nv) | drive torques (nv) | kinetic, potential, strain, total energy
+     | per sensor: r (3), v (3), R row-major (9), w (3) | per flexible body: tip deflection (3)]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .kernels.outputs import sample
+from .system import System
+
+# How an output depends on the inputs within one instant (FMI direct feedthrough).
+STATE = "state"            # positions and velocities: integrated, no direct feedthrough
+KINEMATIC = "kinematic"    # the same, but prescribed by motion inputs (q_ref, qd_ref) if any
+ACCELERATION = "acceleration"  # accelerations and drive torques: depend on every input
+
+
+@dataclass(frozen=True)
+class Signal:
+    """One output: `name`, `unit`, `description`, position `index` in y, and its `feedthrough`
+    class (STATE, KINEMATIC or ACCELERATION)."""
+
+    name: str
+    unit: str
+    description: str
+    index: int
+    feedthrough: str
+
+
+def _joint_units(jtype: str, k: int) -> tuple[str, str]:
+    """(position unit, torque unit) of coordinate k of a joint type."""
+    if jtype == "prismatic" or (jtype == "cylindrical" and k == 0) or (jtype == "planar" and k < 2):
+        return "m", "N"
+    return "rad", "N.m"
+
+
+def signal_table(system: System) -> list[Signal]:
+    """Every output signal of the system, in a fixed order."""
+    nq, nv = system.nq, system.nv
+    i_ud, i_tau, i_en = nq + nv, nq + 2 * nv, nq + 3 * nv
+    i_sens = i_en + 4
+    i_tip = i_sens + 18 * len(system.sensors)
+    out: list[Signal] = []
+
+    def put(name: str, unit: str, description: str, index: int, feedthrough: str = KINEMATIC) -> None:
+        out.append(Signal(name, unit, description, index, feedthrough))
+
+    for jn in system.joints:
+        j = system.model.joint(jn)
+        q0, _ = system.joint_q[jn]
+        u0, nvj = system.joint_u[jn]
+        if j.type in ("spherical", "free"):
+            k0 = 3 if j.type == "free" else 0
+            for i in range(3 if j.type == "free" else 0):
+                put(f"{jn}.r[{i + 1}]", "m", f"joint {jn}: child position, component {i + 1} in the parent marker frame", q0 + i)
+                put(f"{jn}.v[{i + 1}]", "m/s", f"joint {jn}: child velocity, component {i + 1} in the parent marker frame", nq + u0 + i)
+            for i in range(4):
+                put(f"{jn}.quat[{i + 1}]", "1", f"joint {jn}: orientation quaternion (w, x, y, z), item {i + 1}", q0 + k0 + i)
+            for i in range(3):
+                put(f"{jn}.w[{i + 1}]", "rad/s", f"joint {jn}: angular velocity of the child, component {i + 1} in the child frame", nq + u0 + k0 + i)
+            continue
+        for i in range(nvj):
+            sfx = "" if nvj == 1 else f"[{i + 1}]"
+            what = f"joint {jn}" + (f", coordinate {i + 1}" if nvj > 1 else "")
+            pu, tu = _joint_units(j.type, i)
+            put(f"{jn}.q{sfx}", pu, f"{what}: position", q0 + i)
+            put(f"{jn}.qd{sfx}", pu + "/s", f"{what}: velocity", nq + u0 + i)
+            put(f"{jn}.qdd{sfx}", pu + "/s2", f"{what}: acceleration", i_ud + u0 + i, ACCELERATION)
+            if system.drives.get(jn, "passive") != "passive":
+                put(f"{jn}.tau{sfx}", tu, f"{what}: torque (force) the drive applies", i_tau + u0 + i, ACCELERATION)
+    for bn, (e0, n) in system.body_eta.items():
+        for i in range(n):
+            put(f"{bn}.eta[{i + 1}]", "1", f"body {bn}: modal coordinate {i + 1}", e0 + i)
+    names = ("kinetic", "potential", "strain", "total")
+    meaning = ("kinetic energy", "potential energy of gravity and springs",
+               "elastic strain energy of the flexible bodies", "total mechanical energy")
+    for k, (n, m) in enumerate(zip(names, meaning)):
+        put(f"energy.{n}", "J", m, i_en + k)
+    for s, name in enumerate(system.sensors):
+        base = i_sens + 18 * s
+        for i in range(3):
+            put(f"{name}.r[{i + 1}]", "m", f"sensor {name}: position, world component {i + 1}", base + i)
+            put(f"{name}.v[{i + 1}]", "m/s", f"sensor {name}: velocity, world component {i + 1}", base + 3 + i)
+        for i in range(9):
+            put(f"{name}.R[{i // 3 + 1},{i % 3 + 1}]", "1",
+                f"sensor {name}: orientation, direction-cosine matrix R_WM entry ({i // 3 + 1},{i % 3 + 1})", base + 6 + i)
+        for i in range(3):
+            put(f"{name}.w[{i + 1}]", "rad/s", f"sensor {name}: angular velocity, world component {i + 1}", base + 15 + i)
+    for b, bn in enumerate(system.body_eta):
+        for i in range(3):
+            put(f"{bn}.tip_deflection[{i + 1}]", "m",
+                f"body {bn}: elastic displacement of the tip, component {i + 1} in the body frame",
+                i_tip + 3 * b + i)
+    return out
+
+
+def tip_marker(d):
+    """Marker data of the tip: beam end, or the superelement node farthest from the origin."""
+    if d.beam is not None:
+        return d.marker(x=d.length)
+    return d.marker(node=int(np.argmax(np.linalg.norm(d.node_positions, axis=1))))
+
+
+def output_width(system: System) -> int:
+    """Length of y."""
+    return system.nq + 3 * system.nv + 4 + 18 * len(system.sensors) + 3 * len(system.body_eta)
+
+
+class Evaluator:
+    """Fills y for given times, states and inputs; holds the scratch arrays of one size."""
+
+    def __init__(self, system: System, W) -> None:
+        self.system = system
+        self.W = W
+        self._scratch: dict[int, tuple] = {}
+        self.sensors = np.array(list(system.sensors.values()), dtype=np.int64)
+        # tip deflection u = Phi eta - 1/2 (eta^T H eta) e_x (axial foreshortening)
+        self.tips = []
+        for bn, (e0, n) in system.body_eta.items():
+            _, Phi, _, H = tip_marker(system.flex[bn])
+            self.tips.append((e0, n, np.asarray(Phi), np.asarray(H)))
+
+    def evaluate(self, t: np.ndarray, X: np.ndarray, U: np.ndarray, Y: np.ndarray) -> None:
+        """Y[k] = y at time t[k] [s], state X[k] = [q; u], inputs U[k]. X is not changed; Y
+        holds the exact prescribed values of motion-driven coordinates."""
+        S = self.system.arrays
+        nq, nv, n = S.nq, S.nv, t.size
+        nx = nq + nv
+        if n not in self._scratch:
+            self._scratch[n] = (np.zeros((n, nv)), np.zeros((n, nv)), np.zeros((n, 4)),
+                                np.zeros((n, self.sensors.size, 18)), np.zeros((n, nx)))
+        Ud, Tau, En, Sens, Xo = self._scratch[n]
+        sample(self.system.ref, self.W, self.sensors, t, X, U, Xo, Ud, Tau, En, Sens)
+        Y[:, :nx] = Xo
+        Y[:, nx:nx + nv] = Ud
+        Y[:, nx + nv:nx + 2 * nv] = Tau
+        i = nx + 2 * nv
+        Y[:, i] = En[:, 0]
+        Y[:, i + 1] = En[:, 1] + En[:, 3]
+        Y[:, i + 2] = En[:, 2]
+        Y[:, i + 3] = En.sum(axis=1)
+        i += 4
+        Y[:, i:i + 18 * self.sensors.size] = Sens.reshape(n, -1)
+        i += 18 * self.sensors.size
+        for e0, m, Phi, H in self.tips:
+            eta = Xo[:, e0:e0 + m]
+            Y[:, i:i + 3] = eta @ Phi.T
+            Y[:, i] -= 0.5 * np.einsum("ki,ij,kj->k", eta, H, eta)
+            i += 3
