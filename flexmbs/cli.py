@@ -401,5 +401,39 @@ def check_command(model_file: str) -> None:
         click.echo(f"  {line}")
 
 
+@main.command("build")
+@click.argument("model_files", metavar="MODEL...", nargs=-1)
+@click.option("--all", "build_all", is_flag=True, help="Build every model file in models/.")
+@click.option("-o", "--out", "out_dir", default="fmus", show_default=True, type=click.Path(file_okay=False),
+              help="Folder for the FMUs (<model name>.fmu).")
+@click.option("--no-check", is_flag=True, help="Skip fmpy validate and fmutool -check (not recommended).")
+@_user_errors
+def build_command(model_files: Sequence[str], build_all: bool, out_dir: str, no_check: bool) -> None:
+    """Build FMI 2.0 co-simulation FMUs of model files, and validate them."""
+    from flexmbs_fmu.build import BuildError, build, default_models_dir
+
+    files = list(model_files)
+    if build_all:
+        folder = default_models_dir()
+        if folder is None:
+            raise click.ClickException("--all: no models/ folder in the current directory")
+        files += sorted(str(p) for p in folder.glob("*.yaml"))
+    if not files:
+        raise click.UsageError("give model files, or --all")
+    failed = 0
+    for path in files:
+        try:
+            built = build(path, out_dir, check=not no_check)
+        except (BuildError, ModelError, OSError) as exc:
+            failed += 1
+            click.echo(f"FAILED {path}: {_message(exc)}", err=True)
+            continue
+        check = "not validated" if no_check else "valid (fmpy validate, fmutool -check)"
+        click.echo(f"{built.path}: {built.n_inputs} inputs, {built.n_parameters} parameters, "
+                   f"{built.n_outputs} outputs; {check}")
+    if failed:
+        raise click.ClickException(f"{failed} of {len(files)} FMUs failed")
+
+
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

@@ -1,0 +1,15 @@
+#!/usr/bin/env python
+"""Build validated FMI 2.0 co-simulation FMUs from flexmbs model files.
+
+    python build_fmu.py MODEL.yaml [MODEL.yaml ...] [-o DIR]
+    python build_fmu.py --all [-o DIR]          # every models/*.yaml
+
+The same as `flexmbs build`; see docs/fmu.md.
+"""
+
+import sys
+
+from flexmbs.cli import main
+
+if __name__ == "__main__":
+    sys.exit(main(["build", *sys.argv[1:]], prog_name="build_fmu.py"))

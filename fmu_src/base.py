@@ -1,0 +1,157 @@
+"""A pythonfmu slave that never lets a Python exception reach the FMI layer.
+
+pythonfmu turns any exception into fmi2Fatal and frees the Python instance, so the host loses
+the FMU and, when something was logged in the same call, the message too. Here every FMI entry
+point is guarded: a failure is logged (through the FMI logger, and through Python's `logging`
+so that a host which left FMI logging off still sees it on stderr), and the call returns
+normally; a step that cannot be taken returns False, which pythonfmu reports as fmi2Discard
+with the FMU left at the start of that step.
+
+The full state (whatever `save` returns) is kept by fmi2GetFMUstate and serialised as JSON with
+a format name and version, so a state from another model or an older layout is refused with a
+message instead of being misread.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+from typing import Any, Callable
+
+from pythonfmu import Fmi2Slave
+from pythonfmu.enums import Fmi2Causality, Fmi2Status, Fmi2Variability
+from pythonfmu.variables import Real, String
+
+from .interface import Variable
+
+_LEVELS = {Fmi2Status.ok: logging.DEBUG, Fmi2Status.warning: logging.WARNING,
+           Fmi2Status.discard: logging.WARNING, Fmi2Status.error: logging.ERROR,
+           Fmi2Status.fatal: logging.CRITICAL}
+
+
+class GuardedSlave(Fmi2Slave):
+    """Subclasses implement `initialize()`, `step(t, h) -> bool`, `save() -> dict` and
+    `restore(dict)`, and set STATE_FORMAT (a name unique to the kind of FMU and its interface)."""
+
+    STATE_FORMAT = "flexmbs"
+    STATE_VERSION = 1
+    log_categories = {
+        "logStatusWarning": "Warnings: something was ignored or corrected.",
+        "logStatusDiscard": "A step was not taken; the FMU stays at the start of that step.",
+        "logStatusError": "Errors: invalid inputs or parameters, a failed step, a refused state.",
+        "logStatusFatal": "The FMU cannot continue (it was built for another interface).",
+        "logAll": "Every message, including information on initialisation and steps.",
+    }
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.pylog = logging.getLogger(f"flexmbs.fmu.{self.instance_name}")
+
+    # ---------------------------------------------------------------- helpers for subclasses
+
+    def report(self, message: str, status: Fmi2Status = Fmi2Status.error) -> None:
+        """Log `message` with `status` to the FMI logger and to Python logging."""
+        category = f"logStatus{status.name.capitalize()}"
+        self.log(message, status, category if category in self.log_categories else "logAll")
+        self.pylog.log(_LEVELS[status], "%s: %s", self.instance_name, message)
+
+    def add_variable(self, v: Variable, getter: Callable[[], Any], setter: Callable[[Any], None] | None) -> None:
+        """Register `v` with an explicit getter and setter (a structured name like `elbow.tau`
+        would otherwise get an invented setter that writes an attribute `tau`)."""
+        cls = String if v.type == "String" else Real
+        self.register_variable(cls(v.name, causality=Fmi2Causality[v.causality],
+                                   variability=Fmi2Variability[v.variability], description=v.description,
+                                   getter=getter, setter=setter or self._read_only(v.name)),
+                               nested=False)
+
+    def _read_only(self, name: str) -> Callable[[Any], None]:
+        def refuse(_value: Any) -> None:
+            self.report(f"{name} is an output and cannot be set; the value was ignored")
+        return refuse
+
+    # ---------------------------------------------------------------- to implement
+
+    def initialize(self) -> None:
+        raise NotImplementedError
+
+    def step(self, t: float, h: float) -> bool:
+        raise NotImplementedError
+
+    def save(self) -> dict:
+        raise NotImplementedError
+
+    def restore(self, data: dict) -> None:
+        raise NotImplementedError
+
+    # ---------------------------------------------------------------- guarded FMI entry points
+
+    def _guard(self, what: str, fn: Callable[[], Any], fallback: Any = None) -> Any:
+        try:
+            return fn()
+        except Exception as err:  # noqa: BLE001 - nothing may escape into the FMI layer
+            self.report(f"{what} failed: {type(err).__name__}: {err}")
+            return fallback
+
+    def exit_initialization_mode(self) -> None:
+        self._guard("initialisation", self.initialize)
+
+    def do_step(self, current_time: float, step_size: float) -> bool:
+        return bool(self._guard(f"the step from t = {current_time:.9g} s",
+                                lambda: self.step(current_time, step_size), False))
+
+    def _getter(self, kind: str, base: Callable, vrs: list[int], default: Any) -> list:
+        try:
+            return base(vrs)
+        except Exception as err:  # noqa: BLE001
+            self.report(f"get{kind} failed: {type(err).__name__}: {err}")
+            return [default] * len(vrs)
+
+    def get_real(self, vrs: list[int]) -> list[float]:
+        return self._getter("Real", super().get_real, vrs, float("nan"))
+
+    def get_string(self, vrs: list[int]) -> list[str]:
+        return self._getter("String", super().get_string, vrs, "")
+
+    def get_integer(self, vrs: list[int]) -> list[int]:
+        return self._getter("Integer", super().get_integer, vrs, 0)
+
+    def get_boolean(self, vrs: list[int]) -> list[bool]:
+        return self._getter("Boolean", super().get_boolean, vrs, False)
+
+    def set_real(self, vrs: list[int], values: list[float]) -> None:
+        self._guard("setReal", lambda: super(GuardedSlave, self).set_real(vrs, values))
+
+    def set_string(self, vrs: list[int], values: list[str]) -> None:
+        self._guard("setString", lambda: super(GuardedSlave, self).set_string(vrs, values))
+
+    def set_integer(self, vrs: list[int], values: list[int]) -> None:
+        self._guard("setInteger", lambda: super(GuardedSlave, self).set_integer(vrs, values))
+
+    def set_boolean(self, vrs: list[int], values: list[bool]) -> None:
+        self._guard("setBoolean", lambda: super(GuardedSlave, self).set_boolean(vrs, values))
+
+    def _get_fmu_state(self) -> dict:
+        return self._guard("getFMUstate", lambda: {
+            "format": self.STATE_FORMAT, "version": self.STATE_VERSION, "data": copy.deepcopy(self.save())}, {})
+
+    def _set_fmu_state(self, state: dict) -> None:
+        def apply() -> None:
+            found = (state.get("format"), state.get("version")) if isinstance(state, dict) else (None, None)
+            if found != (self.STATE_FORMAT, self.STATE_VERSION):
+                raise ValueError(f"the state is of format {found[0]!r} version {found[1]!r}; this FMU "
+                                 f"reads {self.STATE_FORMAT!r} version {self.STATE_VERSION}. It was not applied")
+            self.restore(copy.deepcopy(state["data"]))
+        self._guard("setFMUstate", apply)
+
+    @staticmethod
+    def _fmu_state_to_bytes(state: dict) -> bytes:
+        # floats are written with repr, which reads back bit for bit
+        return json.dumps(state, allow_nan=True).encode("utf-8")
+
+    @staticmethod
+    def _fmu_state_from_bytes(data: bytes) -> dict:
+        try:
+            return json.loads(bytes(data).decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            return {"format": "unreadable", "version": None}

@@ -1,0 +1,159 @@
+"""The FMI interface of a plant model: every variable with causality, unit, start value, range
+and meaning, in value-reference order. Computed from the model at build time (for the
+modelDescription.xml) and again when the FMU instantiates (to serve the variables); both must
+agree, which the digest checks.
+
+Value references are positions in `Interface.variables`: inputs, then parameters, then outputs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Optional, Union
+
+from flexmbs.model import JOINT_NV, METHODS, Model
+from flexmbs.model.paths import get_value, unit_of
+from flexmbs.signals import ACCELERATION, KINEMATIC, signal_table
+from flexmbs.system import System
+
+# Parameter kinds: a number of the model (changes the compiled System), an initial joint
+# coordinate or rate (changes the initial state only), or a solver setting.
+MODEL, START, SOLVER = "model", "start", "solver"
+
+
+@dataclass(frozen=True)
+class Variable:
+    """One FMI scalar variable.
+
+    type: Real or String; causality: input, parameter or output; variability: continuous or
+    fixed; slot: index of its value (inputs: in the input vector, outputs: in the signal vector
+    y of flexmbs.signals, parameters: in Interface.parameters); depends: names of the inputs an
+    output depends on within one instant (direct feedthrough)."""
+
+    name: str
+    type: str
+    causality: str
+    variability: str
+    description: str
+    slot: int
+    unit: str = ""
+    start: Union[float, str, None] = None
+    min: Optional[float] = None
+    max: Optional[float] = None
+    depends: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ParameterSpec:
+    """What a parameter sets: `kind` MODEL (`path` into the Model), START (coordinate `index`
+    of x = [q; u]) or SOLVER (`path` is the Settings field)."""
+
+    name: str
+    kind: str
+    path: str
+    index: int = -1
+
+
+@dataclass
+class Interface:
+    variables: list[Variable] = field(default_factory=list)
+    parameters: list[ParameterSpec] = field(default_factory=list)
+
+    def digest(self) -> str:
+        """A digest of names, types, causalities and units in order: same interface, same digest."""
+        h = hashlib.sha256()
+        for v in self.variables:
+            h.update(f"{v.name}|{v.type}|{v.causality}|{v.variability}|{v.unit}\n".encode())
+        return h.hexdigest()
+
+    def by_causality(self, causality: str) -> list[Variable]:
+        return [v for v in self.variables if v.causality == causality]
+
+
+def _start_parameters(system: System) -> list[tuple[str, int, str, str, float]]:
+    """(name, index in x, unit, meaning, start) of the initial joint coordinates and rates that
+    can be set: joints with 1 to 3 scalar coordinates that are not prescribed by a motion drive."""
+    out = []
+    nq = system.nq
+    for signal in signal_table(system):
+        base, _, leaf = signal.name.rpartition(".")
+        if base not in system.joint_q or leaf.split("[")[0] not in ("q", "qd"):
+            continue
+        joint = system.model.joint(base)
+        if JOINT_NV[joint.type] == 0 or joint.type in ("spherical", "free"):
+            continue
+        if system.drives.get(base) in ("motion", "servo"):
+            continue
+        suffix = leaf[len(leaf.split("[")[0]):]
+        rate = leaf.startswith("qd")
+        index = signal.index
+        start = float(system.u0[index - nq] if rate else system.q0[index])
+        what = "initial rate" if rate else "initial position"
+        out.append((f"{base}.{'qd0' if rate else 'q0'}{suffix}", index, signal.unit,
+                    f"joint {base}: {what}" + (f", coordinate {suffix[1:-1]}" if suffix else ""), start))
+    return out
+
+
+def plant_interface(model: Model, system: System) -> Interface:
+    """The variables of the plant FMU of `model` (compiled as `system`)."""
+    itf = Interface()
+    var = itf.variables
+    motion_refs = tuple(n for n in system.inputs if n.endswith((".q_ref", ".qd_ref")))
+    for k, name in enumerate(system.inputs):
+        unit = _input_unit(system, name)
+        var.append(Variable(name, "Real", "input", "continuous", _input_meaning(name), k, unit,
+                            float(system.input_defaults[k])))
+
+    def parameter(spec: ParameterSpec, type_: str, unit: str, meaning: str, start, lo=None, hi=None) -> None:
+        var.append(Variable(spec.name, type_, "parameter", "fixed", meaning, len(itf.parameters), unit,
+                            start, lo, hi))
+        itf.parameters.append(spec)
+
+    for i in range(3):
+        parameter(ParameterSpec(f"gravity[{i + 1}]", MODEL, f"gravity[{i + 1}]"), "Real", "m/s2",
+                  f"gravitational acceleration, world component {i + 1}", float(model.gravity[i]))
+    for name, index, unit, meaning, start in _start_parameters(system):
+        parameter(ParameterSpec(name, START, "", index), "Real", unit, meaning, start)
+    for p in model.fmu.parameters:
+        parameter(ParameterSpec(p.name, MODEL, p.path), "Real", p.unit or unit_of(model, p.path) or "",
+                  p.description or f"model value {p.path}", get_value(model, p.path), p.min, p.max)
+    s = model.solver
+    parameter(ParameterSpec("solver.method", SOLVER, "method"), "String", "",
+              f"integration method: {', '.join(METHODS)}", s.method)
+    parameter(ParameterSpec("solver.step", SOLVER, "step"), "Real", "s",
+              "rk4: the fixed internal step; adaptive methods: the first step", s.step, 0.0)
+    parameter(ParameterSpec("solver.max_step", SOLVER, "max_step"), "Real", "s",
+              "largest internal step of the adaptive methods", s.max_step, 0.0)
+    parameter(ParameterSpec("solver.rtol", SOLVER, "rtol"), "Real", "1",
+              "relative tolerance of the adaptive methods", s.rtol, 0.0, 1.0)
+
+    inputs = set(system.inputs)
+    for s_ in signal_table(system):
+        if s_.name in inputs:   # a torque-driven joint's torque is the input itself
+            continue
+        depends = (tuple(system.inputs) if s_.feedthrough == ACCELERATION
+                   else motion_refs if s_.feedthrough == KINEMATIC else ())
+        var.append(Variable(s_.name, "Real", "output", "continuous", s_.description, s_.index, s_.unit,
+                            depends=depends))
+    return itf
+
+
+def _input_unit(system: System, name: str) -> str:
+    base, _, leaf = name.rpartition(".")
+    if leaf.startswith(("force", "torque")):
+        return "N" if leaf.startswith("force") else "N.m"
+    translational = system.model.joint(base).type == "prismatic"
+    return {"tau": ("N.m", "N"), "q_ref": ("rad", "m"), "qd_ref": ("rad/s", "m/s"),
+            "qdd_ref": ("rad/s2", "m/s2")}[leaf][translational]
+
+
+def _input_meaning(name: str) -> str:
+    base, _, leaf = name.rpartition(".")
+    if leaf.startswith("force"):
+        return f"load {base}: added force, component {leaf[6:-1]} in the load's frame"
+    if leaf.startswith("torque"):
+        return f"load {base}: added torque, component {leaf[7:-1]} in the load's frame"
+    return {"tau": f"joint {base}: drive torque (force)", "q_ref": f"joint {base}: prescribed position",
+            "qd_ref": f"joint {base}: prescribed velocity",
+            "qdd_ref": f"joint {base}: prescribed acceleration"}[leaf]

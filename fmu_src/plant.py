@@ -1,0 +1,265 @@
+"""The multibody plant as an FMI 2.0 co-simulation slave.
+
+`Plant` is the running model without any FMI machinery (parameters, inputs, the state x = [q; u]
+at time t, the integrator and its memory, outputs evaluated on demand), so it can be tested
+directly; `PlantSlave` maps it onto pythonfmu variables. A generated module per model
+subclasses PlantSlave and names the model file in the FMU's resources.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+
+import flexmbs
+from flexmbs.model import METHODS, Model, ModelError, load_model
+from flexmbs.model.paths import set_value
+from flexmbs.signals import Evaluator, output_width
+from flexmbs.simulate import settings_of
+from flexmbs.solvers.stepper import SolverError, Stepper
+from flexmbs.system import System, compile_model
+
+from pythonfmu.enums import Fmi2Status
+
+from .base import GuardedSlave
+from .interface import MODEL, SOLVER, START, Interface, plant_interface
+
+# Compiled systems of this process by (model digest, model parameter values): a reset or a
+# second instance with the same parameters does not compile again.
+_SYSTEMS: dict[tuple, System] = {}
+
+
+class StepRefused(Exception):
+    """A step that cannot be taken; the message says why."""
+
+
+class Plant:
+    """One running instance of a model.
+
+    params: parameter values by name (see interface.plant_interface); inputs: input vector in
+    system.inputs order; t [s] and x = [q; u] the state. Parameters take effect at `configure`
+    (FMI: when initialisation ends); inputs at the next step."""
+
+    def __init__(self, model: Model) -> None:
+        self.base = model
+        self.key = repr(model)
+        self.system = self._compile(())
+        self.interface: Interface = plant_interface(model, self.system)
+        self.specs = self.interface.parameters
+        pvars = self.interface.by_causality("parameter")
+        self.params: dict[str, object] = {v.name: v.start for v in pvars}
+        self.ranges = {v.name: (v.min, v.max) for v in pvars}
+        self.inputs = self.system.input_defaults.copy()
+        self.input_error: dict[str, str] = {}
+        self.failure: Optional[str] = None     # a configuration error: no step until reset
+        self.t = 0.0
+        self.configured_params: Optional[dict] = None
+        self.initialized = False
+        self.configure()
+
+    # ------------------------------------------------------------------ configuration
+
+    def _model_values(self, params: dict) -> tuple:
+        return tuple((s.path, float(params[s.name])) for s in self.specs if s.kind == MODEL)
+
+    def _compile(self, values: tuple) -> System:
+        key = (self.key, values)
+        if key not in _SYSTEMS:
+            model = copy.deepcopy(self.base)
+            for path, value in values:
+                set_value(model, path, value)
+            _SYSTEMS[key] = compile_model(model)
+        return _SYSTEMS[key]
+
+    def set_parameter(self, name: str, value) -> None:
+        """Check and keep a parameter value; it takes effect at `configure`."""
+        if self.initialized:
+            raise ValueError(f"parameter {name} is fixed once initialisation has ended; "
+                             f"the value {value!r} was ignored")
+        if name == "solver.method":
+            if value not in METHODS:
+                raise ValueError(f"solver.method {value!r} unknown; choose one of {', '.join(METHODS)}; "
+                                 f"kept {self.params[name]!r}")
+        else:
+            lo, hi = self.ranges[name]
+            v = float(value)
+            if not math.isfinite(v) or (lo is not None and v < lo) or (hi is not None and v > hi):
+                bounds = f" [{'-inf' if lo is None else lo}, {'inf' if hi is None else hi}]"
+                raise ValueError(f"parameter {name} = {value!r} is not a finite value in{bounds}; "
+                                 f"kept {self.params[name]!r}")
+            if name.startswith("solver.") and v <= 0:
+                raise ValueError(f"{name} must be positive, got {value!r}; kept {self.params[name]!r}")
+        self.params[name] = value
+
+    def configure(self) -> None:
+        """Compile for the current parameters (once per distinct set) and put the state at its
+        initial values. Raises ModelError when the parameters make the model invalid."""
+        if self.configured_params == self.params:
+            return
+        self.configured_params = dict(self.params)
+        self.system = self._compile(self._model_values(self.params))
+        solver = {s.path: self.params[s.name] for s in self.specs if s.kind == SOLVER}
+        self.settings = settings_of(self.system.model, **solver)
+        self.stepper = Stepper(self.system, self.settings)
+        self.evaluator = Evaluator(self.system, self.stepper.W)
+        self.x = np.concatenate([self.system.q0, self.system.u0])
+        for s in self.specs:
+            if s.kind == START:
+                self.x[s.index] = float(self.params[s.name])
+        self.x_start = self.x.copy()    # the state at the start of the current step
+        self.y = np.zeros(output_width(self.system))
+        self.fresh = False              # y is valid for (t, x, inputs)
+
+    def initialize(self, start_time: float) -> None:
+        """End of FMI initialisation: apply the parameters, start at `start_time` [s]."""
+        try:
+            self.configure()
+        except ModelError as err:
+            self.failure = f"the parameters make the model invalid:\n{err}"
+            raise
+        self.t = float(start_time)
+        self.fresh = False
+        self.initialized = True
+
+    # ------------------------------------------------------------------ inputs, outputs
+
+    def set_input(self, k: int, value: float) -> None:
+        name = self.system.inputs[k]
+        if not math.isfinite(value):
+            self.input_error[name] = f"input {name} was set to {value} at t = {self.t:.9g} s"
+            raise ValueError(f"{self.input_error[name]}; it keeps {self.inputs[k]!r} and the next step "
+                             "will be refused until a finite value is set")
+        self.input_error.pop(name, None)
+        self.inputs[k] = value
+        self.fresh = False
+
+    def output(self, slot: int) -> float:
+        if not self.fresh:
+            if self.configured_params != self.params:
+                self.configure()
+            self.evaluator.evaluate(np.array([self.t]), self.x[None, :], self.inputs[None, :], self.y[None, :])
+            self.fresh = True
+        return float(self.y[slot])
+
+    # ------------------------------------------------------------------ time stepping
+
+    def step(self, t: float, h: float) -> None:
+        """Advance from t to t + h [s] with the inputs held. Raises StepRefused with the reason
+        (the state stays at t) for a NaN input, a diverging solver or a time mismatch."""
+        if self.failure:
+            raise StepRefused(self.failure)
+        if self.input_error:
+            raise StepRefused("; ".join(self.input_error.values()))
+        if not h >= 0.0 or not math.isfinite(h):
+            raise StepRefused(f"communication step size {h!r} is not a finite non-negative number")
+        if abs(t - self.t) > 1e-9 * max(1.0, abs(self.t)):
+            raise StepRefused(f"the step starts at t = {t!r} s but the FMU is at t = {self.t!r} s")
+        if h == 0.0:
+            return
+        np.copyto(self.x_start, self.x)
+        h_start = self.stepper.h
+        try:
+            self.stepper.advance(t, self.x, t + h, self.inputs)
+        except SolverError as err:
+            np.copyto(self.x, self.x_start)
+            self.stepper.h = h_start
+            self.fresh = False
+            raise StepRefused(f"{err}; the state is kept at t = {t:.9g} s") from None
+        self.t = t + h
+        self.fresh = False
+
+    # ------------------------------------------------------------------ state
+
+    def save(self) -> dict:
+        """Everything that determines the future: parameters, inputs, time, state, integrator
+        memory, pending errors."""
+        st = self.stepper
+        return dict(params=dict(self.params), inputs=self.inputs.tolist(), t=self.t, x=self.x.tolist(),
+                    h=st.h, nsteps=st.nsteps, nrejected=st.nrejected, initialized=self.initialized,
+                    input_error=dict(self.input_error), failure=self.failure)
+
+    def restore(self, data: dict) -> None:
+        if set(data["params"]) != set(self.params) or len(data["x"]) != self.x.size:
+            raise ValueError("the state belongs to a model with other parameters or coordinates")
+        self.params = dict(data["params"])
+        self.configure()
+        self.inputs[:] = data["inputs"]
+        self.t = float(data["t"])
+        self.x[:] = data["x"]
+        self.stepper.h = float(data["h"])
+        self.stepper.nsteps, self.stepper.nrejected = int(data["nsteps"]), int(data["nrejected"])
+        self.initialized = bool(data["initialized"])
+        self.input_error = dict(data["input_error"])
+        self.failure = data["failure"]
+        self.fresh = False
+
+
+class PlantSlave(GuardedSlave):
+    """pythonfmu slave of a plant; subclasses set `model_file` (relative to the resources
+    folder) and `interface_digest` (what the build saw)."""
+
+    model_file = "model/model.yaml"
+    interface_digest = ""
+    STATE_FORMAT = "flexmbs.plant"
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        path = Path(self.resources or ".") / self.model_file
+        self.plant = Plant(load_model(path))
+        itf = self.plant.interface
+        if self.interface_digest and itf.digest() != self.interface_digest:
+            raise RuntimeError(f"flexmbs {flexmbs.__version__} in this process gives model {path.name} another "
+                               "interface than the one this FMU was built with; rebuild the FMU with it")
+        self.STATE_FORMAT = f"flexmbs.plant/{itf.digest()[:16]}"
+        self.start_time = 0.0
+        for v in itf.variables:
+            if v.causality == "input":
+                self.add_variable(v, self._input_getter(v.slot), self._input_setter(v.slot))
+            elif v.causality == "parameter":
+                self.add_variable(v, self._param_getter(v.name), self._param_setter(v.name))
+            else:
+                self.add_variable(v, self._output_getter(v.slot), None)
+
+    def _input_getter(self, k: int):
+        return lambda: self.plant.inputs[k]
+
+    def _input_setter(self, k: int):
+        return lambda value: self.plant.set_input(k, value)
+
+    def _param_getter(self, name: str):
+        return lambda: self.plant.params[name]
+
+    def _param_setter(self, name: str):
+        return lambda value: self.plant.set_parameter(name, value)
+
+    def _output_getter(self, slot: int):
+        return lambda: self.plant.output(slot)
+
+    def setup_experiment(self, start_time: float, stop_time: Optional[float], tolerance: Optional[float]) -> None:
+        self.start_time = start_time
+        if tolerance is not None and tolerance > 0:
+            self._guard("setupExperiment", lambda: self.plant.set_parameter("solver.rtol", tolerance))
+
+    def initialize(self) -> None:
+        self.plant.initialize(self.start_time)
+        self.report(f"initialised at t = {self.start_time} s: {len(self.plant.system.inputs)} inputs, "
+                    f"solver {self.plant.settings.method}", Fmi2Status.ok)
+
+    def step(self, t: float, h: float) -> bool:
+        try:
+            self.plant.step(t, h)
+        except StepRefused as err:
+            self.report(f"step from t = {t:.9g} s to {t + h:.9g} s not taken: {err}")
+            return False
+        return True
+
+    def save(self) -> dict:
+        return self.plant.save()
+
+    def restore(self, data: dict) -> None:
+        self.plant.restore(data)
+
