@@ -25,6 +25,19 @@ from pythonfmu.variables import Real, String
 
 from .interface import Variable
 
+# See keep_alive.
+_PINNED: list[dict] = []
+
+
+def keep_alive(module_globals: dict) -> None:
+    """Hold one more reference to a slave module's namespace. pythonfmu 0.7's C layer runs the
+    slave module's code at every instantiation and then releases a reference to the module
+    namespace that it never took; without this the third instance in a process finds an empty
+    namespace and fails ("module has no attribute ''"). Call it once from the module body,
+    which runs once per instantiation."""
+    _PINNED.append(module_globals)
+
+
 _LEVELS = {Fmi2Status.ok: logging.DEBUG, Fmi2Status.warning: logging.WARNING,
            Fmi2Status.discard: logging.WARNING, Fmi2Status.error: logging.ERROR,
            Fmi2Status.fatal: logging.CRITICAL}

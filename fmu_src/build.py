@@ -80,7 +80,10 @@ def _use_bundled_sources() -> None:
 
 _use_bundled_sources()
 
+from flexmbs_fmu.base import keep_alive  # noqa: E402
 from flexmbs_fmu.plant import PlantSlave  # noqa: E402
+
+keep_alive(globals())
 
 
 class {cls}(PlantSlave):

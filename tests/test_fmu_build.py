@@ -1,0 +1,119 @@
+"""build_fmu.py: every model builds into an FMU that fmpy and fmutool accept, with a complete
+model description (units, dependencies, initial unknowns, stable GUID, documentation)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+from xml.etree import ElementTree
+
+import pytest
+from conftest import MODELS, ROOT
+from fmpy import read_model_description
+from fmpy.validation import validate_fmu
+
+from flexmbs.model import ModelError
+from flexmbs_fmu import build as build_module
+from flexmbs_fmu.build import BuildError, build
+
+
+def test_every_model_builds_and_validates(fmus) -> None:
+    """The build itself runs `fmpy validate` and `fmutool -check` and fails on any problem;
+    fmpy's validator is run here once more on each FMU."""
+    assert set(fmus) == {p.stem for p in MODELS.glob("*.yaml")}
+    failed = {name: str(b) for name, b in fmus.items() if isinstance(b, Exception)}
+    assert not failed
+    for name, b in fmus.items():
+        assert b.path.name == f"{name}.fmu"
+        assert validate_fmu(str(b.path)) == []
+
+
+def test_model_description_is_complete(fmu_path) -> None:
+    path = fmu_path("huang_two_link")
+    md = read_model_description(path)
+    units = {u.name for u in md.unitDefinitions}
+    by_name = {v.name: v for v in md.modelVariables}
+    for v in md.modelVariables:
+        if v.type == "Real":
+            assert v.unit in units, f"{v.name} has no unit"
+    assert by_name["shoulder.q"].unit == "rad" and by_name["shoulder.q"].displayUnit == "deg"
+    assert by_name["shoulder.qd"].displayUnit == "rpm"
+    assert by_name["shoulder.tau"].causality == "input" and by_name["shoulder.tau"].unit == "N.m"
+    assert by_name["payload"].causality == "parameter" and by_name["payload"].unit == "kg"
+    assert float(by_name["payload"].min) == 0.0 and float(by_name["payload"].max) == 5.0
+    assert md.coSimulation.canGetAndSetFMUstate and md.coSimulation.canSerializeFMUstate
+    assert md.author == "flexmbs" and md.version == "1.0"
+    de = md.defaultExperiment
+    assert (float(de.stopTime), float(de.stepSize)) == (5.0, 0.001)
+
+    # positions and velocities integrate: no direct feedthrough; accelerations depend on torques
+    deps = {u.variable.name: {d.name for d in u.dependencies} for u in md.outputs}
+    assert deps["elbow.q"] == set() and deps["link2.tip_deflection[2]"] == set()
+    assert deps["energy.kinetic"] == set()
+    assert deps["elbow.qdd"] == {"shoulder.tau", "elbow.tau"}
+    assert [u.variable.name for u in md.initialUnknowns] == [v.name for v in md.modelVariables
+                                                             if v.causality == "output"]
+    with zipfile.ZipFile(path) as z:
+        page = z.read("documentation/_main.html").decode()
+    for v in md.modelVariables:
+        assert f"<code>{v.name}</code>" in page
+
+
+def test_motion_inputs_make_kinematics_feed_through(tmp_path: Path) -> None:
+    """A joint prescribed by q_ref inputs moves with them within the instant: its position
+    output depends on q_ref, and so does a sensor on the body it carries."""
+    text = (MODELS / "double_pendulum.yaml").read_text().replace(
+        "drive: {type: torque}   # input shoulder.tau [N m], 0 unless set",
+        "drive: {type: motion, profile: {type: input}}", 1)
+    model = tmp_path / "driven.yaml"
+    model.write_text(text.replace("name: double_pendulum", "name: driven_pendulum", 1))
+    md = read_model_description(str(build(model, tmp_path, check=False).path))
+    deps = {u.variable.name: {d.name for d in u.dependencies} for u in md.outputs}
+    assert deps["shoulder.q"] == {"shoulder.q_ref", "shoulder.qd_ref"}
+    assert deps["tip.r[1]"] == {"shoulder.q_ref", "shoulder.qd_ref"}
+    assert "shoulder.qdd_ref" in deps["shoulder.tau"] and "elbow.tau" in deps["shoulder.tau"]
+
+
+def test_guid_is_stable_and_follows_the_model(tmp_path: Path) -> None:
+    a = build(MODELS / "double_pendulum.yaml", tmp_path / "a", check=False)
+    b = build(MODELS / "double_pendulum.yaml", tmp_path / "b", check=False)
+    assert a.guid == b.guid
+    changed = tmp_path / "double_pendulum.yaml"
+    changed.write_text((MODELS / "double_pendulum.yaml").read_text().replace("mass: 1.0", "mass: 1.5", 1))
+    assert build(changed, tmp_path / "c", check=False).guid != a.guid
+
+
+def test_a_description_that_does_not_validate_fails_the_build(tmp_path: Path, monkeypatch) -> None:
+    real = build_module.model_description
+
+    def broken(*args, **kwargs) -> bytes:
+        root = ElementTree.fromstring(real(*args, **kwargs))
+        outputs = root.find("ModelStructure/Outputs")
+        outputs.remove(outputs[0])            # an output missing from <Outputs>
+        return ElementTree.tostring(root, encoding="UTF-8")
+
+    monkeypatch.setattr(build_module, "model_description", broken)
+    with pytest.raises(BuildError, match="does not validate") as err:
+        build(MODELS / "double_pendulum.yaml", tmp_path)
+    assert "fmutool -check" in str(err.value) and "fmpy validate" in str(err.value)
+    assert list(tmp_path.glob("*.fmu*")) == []
+
+
+def test_a_bad_model_is_reported_with_its_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text((MODELS / "double_pendulum.yaml").read_text().replace("mass: 1.0", "mass: -1.0", 1))
+    with pytest.raises(ModelError, match=r"bad.yaml:\d+"):
+        build(bad, tmp_path)
+
+
+def test_build_fmu_script_builds_and_reports(tmp_path: Path) -> None:
+    run = subprocess.run([sys.executable, str(ROOT / "build_fmu.py"), str(MODELS / "double_pendulum.yaml"),
+                          "-o", str(tmp_path)], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert "2 inputs" in run.stdout and "valid (fmpy validate, fmutool -check)" in run.stdout
+    assert (tmp_path / "double_pendulum.fmu").is_file()
+    run = subprocess.run([sys.executable, str(ROOT / "build_fmu.py"), str(tmp_path / "missing.yaml")],
+                         capture_output=True, text=True)
+    assert run.returncode == 1 and "missing.yaml" in run.stderr and "Traceback" not in run.stderr
