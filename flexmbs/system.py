@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 import numpy as np
-from scipy.interpolate import CubicSpline
 
 from .flex import sections as sec
 from .flex.invariants import (
@@ -78,7 +77,11 @@ class System:
 
     @property
     def ref(self):
-        """The arrays boxed for the kernels (passed by reference, so calls stay cheap)."""
+        """The arrays boxed for the kernels (passed by reference, so calls stay cheap). Boxed
+        on first use: that loads the numba kernels, which a System built only to describe an
+        FMU's interface does not need."""
+        if self._ref is None:
+            object.__setattr__(self, "_ref", box(self.arrays))
         return self._ref
 
     def workspace(self):
@@ -86,7 +89,7 @@ class System:
         return box(make_workspace(self.arrays))
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "_ref", box(self.arrays))
+        object.__setattr__(self, "_ref", None)
 
 
 def _section(body: Body) -> sec.Section:
@@ -218,6 +221,8 @@ def _profile_row(p) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
         par[:2] = p.omega_s, p.t_s
     elif p.type == "table":
         knots = np.asarray(p.times, dtype=float)
+        from scipy.interpolate import CubicSpline  # imported here: it costs 0.4 s at start-up
+
         cs = CubicSpline(knots, np.asarray(p.values, dtype=float), bc_type="clamped")
         coef = np.zeros((knots.size, 4))
         coef[:-1] = cs.c[::-1].T

@@ -57,9 +57,8 @@ class Plant:
         self.input_error: dict[str, str] = {}
         self.failure: Optional[str] = None     # a configuration error: no step until reset
         self.t = 0.0
-        self.configured_params: Optional[dict] = None
+        self.configured_params: Optional[dict] = None   # configure() runs on first need
         self.initialized = False
-        self.configure()
 
     # ------------------------------------------------------------------ configuration
 
@@ -138,9 +137,9 @@ class Plant:
         self.fresh = False
 
     def output(self, slot: int) -> float:
+        if self.configured_params != self.params:
+            self.configure()
         if not self.fresh:
-            if self.configured_params != self.params:
-                self.configure()
             self.evaluator.evaluate(np.array([self.t]), self.x[None, :], self.inputs[None, :], self.y[None, :])
             self.fresh = True
         return float(self.y[slot])
@@ -160,6 +159,7 @@ class Plant:
             raise StepRefused(f"the step starts at t = {t!r} s but the FMU is at t = {self.t!r} s")
         if h == 0.0:
             return
+        self.configure()
         np.copyto(self.x_start, self.x)
         h_start = self.stepper.h
         try:
@@ -177,6 +177,7 @@ class Plant:
     def save(self) -> dict:
         """Everything that determines the future: parameters, inputs, time, state, integrator
         memory, pending errors."""
+        self.configure()
         st = self.stepper
         return dict(params=dict(self.params), inputs=self.inputs.tolist(), t=self.t, x=self.x.tolist(),
                     h=st.h, nsteps=st.nsteps, nrejected=st.nrejected, initialized=self.initialized,
