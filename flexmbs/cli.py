@@ -136,12 +136,14 @@ def _drive_text(system: System, model: Model, joint_name: str) -> str:
 
 def _is_conservative(model: Model) -> bool:
     """No dissipation, no driven or forced coordinates, and every load with a potential in
-    energy.total (point forces are not included there)."""
+    energy.total (point forces are not included there). A torque drive left at a zero default
+    counts as passive: the command line runs with the default inputs."""
     for b in model.bodies:
         if b.type != "rigid" and (b.damping.stiffness_proportional > 0 or any(np.ravel(b.damping.modal))):
             return False
     for j in model.joints:
-        if j.drive.type != "passive" or (j.spring is not None and j.spring.damping > 0):
+        idle = j.drive.type == "passive" or (j.drive.type == "torque" and j.drive.torque == 0)
+        if not idle or (j.spring is not None and j.spring.damping > 0):
             return False
     return all(ld.type == "spring_damper" and ld.damping == 0 for ld in model.loads)
 

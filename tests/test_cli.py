@@ -78,8 +78,8 @@ def test_check_good_model_lists_bodies_joints_and_outputs() -> None:
     assert re.search(r"link1: rigid, mass 1 kg", out)
     assert re.search(r"shoulder: revolute ground\.origin -> link1\.root", out)
     assert re.search(r"elbow: revolute link1\.tip -> link2\.root", out)
-    assert "drive passive" in out
-    assert "inputs (0)" in out
+    assert "drive torque (input shoulder.tau, default 0)" in out
+    assert "inputs (2)" in out
     assert re.search(r"shoulder: q \[rad\], qd \[rad/s\]", out)
     assert "energy: kinetic [J]" in out
 
