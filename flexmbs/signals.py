@@ -33,7 +33,7 @@ class Signal:
     feedthrough: str
 
 
-def _joint_units(jtype: str, k: int) -> tuple[str, str]:
+def joint_units(jtype: str, k: int) -> tuple[str, str]:
     """(position unit, torque unit) of coordinate k of a joint type."""
     if jtype == "prismatic" or (jtype == "cylindrical" and k == 0) or (jtype == "planar" and k < 2):
         return "m", "N"
@@ -68,7 +68,7 @@ def signal_table(system: System) -> list[Signal]:
         for i in range(nvj):
             sfx = "" if nvj == 1 else f"[{i + 1}]"
             what = f"joint {jn}" + (f", coordinate {i + 1}" if nvj > 1 else "")
-            pu, tu = _joint_units(j.type, i)
+            pu, tu = joint_units(j.type, i)
             put(f"{jn}.q{sfx}", pu, f"{what}: position", q0 + i)
             put(f"{jn}.qd{sfx}", pu + "/s", f"{what}: velocity", nq + u0 + i)
             put(f"{jn}.qdd{sfx}", pu + "/s2", f"{what}: acceleration", i_ud + u0 + i, ACCELERATION)

@@ -12,9 +12,11 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Optional, Union
 
-from flexmbs.model import JOINT_NV, METHODS, Model
+import numpy as np
+
+from flexmbs.model import METHODS, Model
 from flexmbs.model.paths import get_value, unit_of
-from flexmbs.signals import ACCELERATION, KINEMATIC, signal_table
+from flexmbs.signals import ACCELERATION, KINEMATIC, joint_units, signal_table
 from flexmbs.system import System
 
 # Parameter kinds: a number of the model (changes the compiled System), an initial joint
@@ -73,25 +75,21 @@ class Interface:
 
 def _start_parameters(system: System) -> list[tuple[str, int, str, str, float]]:
     """(name, index in x, unit, meaning, start) of the initial joint coordinates and rates that
-    can be set: joints with 1 to 3 scalar coordinates that are not prescribed by a motion drive."""
+    can be set: joints with 1 to 3 scalar coordinates that are not prescribed by a drive."""
     out = []
-    nq = system.nq
-    for signal in signal_table(system):
-        base, _, leaf = signal.name.rpartition(".")
-        if base not in system.joint_q or leaf.split("[")[0] not in ("q", "qd"):
+    x0 = np.concatenate([system.q0, system.u0])
+    for jn in system.joints:
+        jtype = system.model.joint(jn).type
+        if jtype in ("spherical", "free") or system.drives.get(jn) in ("motion", "servo"):
             continue
-        joint = system.model.joint(base)
-        if JOINT_NV[joint.type] == 0 or joint.type in ("spherical", "free"):
-            continue
-        if system.drives.get(base) in ("motion", "servo"):
-            continue
-        suffix = leaf[len(leaf.split("[")[0]):]
-        rate = leaf.startswith("qd")
-        index = signal.index
-        start = float(system.u0[index - nq] if rate else system.q0[index])
-        what = "initial rate" if rate else "initial position"
-        out.append((f"{base}.{'qd0' if rate else 'q0'}{suffix}", index, signal.unit,
-                    f"joint {base}: {what}" + (f", coordinate {suffix[1:-1]}" if suffix else ""), start))
+        q0, _ = system.joint_q[jn]
+        u0, n = system.joint_u[jn]
+        for i in range(n):
+            sfx, coord = ("", "") if n == 1 else (f"[{i + 1}]", f", coordinate {i + 1}")
+            unit = joint_units(jtype, i)[0]
+            for rate, index in ((False, q0 + i), (True, system.nq + u0 + i)):
+                out.append((f"{jn}.{'qd0' if rate else 'q0'}{sfx}", index, unit + "/s" * rate,
+                            f"joint {jn}: initial {'rate' if rate else 'position'}{coord}", float(x0[index])))
     return out
 
 
@@ -143,9 +141,8 @@ def _input_unit(system: System, name: str) -> str:
     base, _, leaf = name.rpartition(".")
     if leaf.startswith(("force", "torque")):
         return "N" if leaf.startswith("force") else "N.m"
-    translational = system.model.joint(base).type == "prismatic"
-    return {"tau": ("N.m", "N"), "q_ref": ("rad", "m"), "qd_ref": ("rad/s", "m/s"),
-            "qdd_ref": ("rad/s2", "m/s2")}[leaf][translational]
+    position, torque = joint_units(system.model.joint(base).type, 0)
+    return {"tau": torque, "q_ref": position, "qd_ref": f"{position}/s", "qdd_ref": f"{position}/s2"}[leaf]
 
 
 def _input_meaning(name: str) -> str:

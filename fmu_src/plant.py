@@ -57,7 +57,7 @@ class Plant:
         self.input_error: dict[str, str] = {}
         self.failure: Optional[str] = None     # a configuration error: no step until reset
         self.t = 0.0
-        self.configured_params: Optional[dict] = None   # configure() runs on first need
+        self.stale = True     # parameters changed since configure(), which runs on first need
         self.initialized = False
 
     # ------------------------------------------------------------------ configuration
@@ -93,13 +93,14 @@ class Plant:
             if name.startswith("solver.") and v <= 0:
                 raise ValueError(f"{name} must be positive, got {value!r}; kept {self.params[name]!r}")
         self.params[name] = value
+        self.stale = True
 
     def configure(self) -> None:
         """Compile for the current parameters (once per distinct set) and put the state at its
         initial values. Raises ModelError when the parameters make the model invalid."""
-        if self.configured_params == self.params:
+        if not self.stale:
             return
-        self.configured_params = dict(self.params)
+        self.stale = False
         self.system = self._compile(self._model_values(self.params))
         solver = {s.path: self.params[s.name] for s in self.specs if s.kind == SOLVER}
         self.settings = settings_of(self.system.model, **solver)
@@ -137,7 +138,7 @@ class Plant:
         self.fresh = False
 
     def output(self, slot: int) -> float:
-        if self.configured_params != self.params:
+        if self.stale:
             self.configure()
         if not self.fresh:
             self.evaluator.evaluate(np.array([self.t]), self.x[None, :], self.inputs[None, :], self.y[None, :])
@@ -159,7 +160,8 @@ class Plant:
             raise StepRefused(f"the step starts at t = {t!r} s but the FMU is at t = {self.t!r} s")
         if h == 0.0:
             return
-        self.configure()
+        if self.stale:
+            self.configure()
         np.copyto(self.x_start, self.x)
         h_start = self.stepper.h
         try:
@@ -186,7 +188,9 @@ class Plant:
     def restore(self, data: dict) -> None:
         if set(data["params"]) != set(self.params) or len(data["x"]) != self.x.size:
             raise ValueError("the state belongs to a model with other parameters or coordinates")
-        self.params = dict(data["params"])
+        if data["params"] != self.params:
+            self.params = dict(data["params"])
+            self.stale = True
         self.configure()
         self.inputs[:] = data["inputs"]
         self.t = float(data["t"])

@@ -220,7 +220,8 @@ class Joint:
 class Load:
     """point_force: force [N] and torque [N m] on `marker` of `body`, in `frame` (world or
     body); with `input: true` the inputs `<name>.force[1..3]` and `<name>.torque[1..3]` add to
-    them at run time (FMU inputs, or `inputs=` of simulate). spring_damper: between marker_a and marker_b ('body.marker'), stiffness [N/m],
+    them at run time (FMU inputs, or `inputs=` of simulate). spring_damper: between marker_a
+    and marker_b ('body.marker'), stiffness [N/m],
     damping [N s/m], rest_length [m]."""
 
     type: Literal["point_force", "spring_damper"]

@@ -33,6 +33,10 @@ _JOINT_UNITS = {
     "qd0": ("rad/s", "m/s"),
 }
 
+# Profile and solver fields.
+_OTHER_UNITS = {"frequency": "Hz", "phase": "rad", "t0": "s", "t1": "s", "t_s": "s", "omega_s": "rad/s",
+                "step": "s", "max_step": "s", "output_step": "s", "rtol": "1", "atol": "1"}
+
 
 class PathError(ValueError):
     """A path that does not name a number of the model."""
@@ -140,6 +144,4 @@ def unit_of(model: Model, path: str) -> Optional[str]:
         return {"stiffness": "N/m", "damping": "N.s/m"}[name]
     if name in ("value", "q0", "q1", "offset", "amplitude") and walked[0] == "joints":
         return "m" if model.joint(walked[1]).type == "prismatic" else "rad"
-    units = {"frequency": "Hz", "phase": "rad", "t0": "s", "t1": "s", "t_s": "s", "omega_s": "rad/s",
-             "step": "s", "max_step": "s", "output_step": "s", "rtol": "1", "atol": "1"}
-    return units.get(name)
+    return _OTHER_UNITS.get(name)
