@@ -2,7 +2,8 @@
 """Build validated FMI 2.0 co-simulation FMUs from flexmbs model files.
 
     python build_fmu.py MODEL.yaml [MODEL.yaml ...] [-o DIR]
-    python build_fmu.py --all [-o DIR]          # every models/*.yaml
+    python build_fmu.py --block dc_motor [-o DIR]   # a block: dc_motor, pid_controller, trajectory
+    python build_fmu.py --all [-o DIR]          # every models/*.yaml and every block
 
 The same as `flexmbs build`; see docs/fmu.md.
 """

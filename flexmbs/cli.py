@@ -405,36 +405,41 @@ def check_command(model_file: str) -> None:
 
 @main.command("build")
 @click.argument("model_files", metavar="MODEL...", nargs=-1)
-@click.option("--all", "build_all", is_flag=True, help="Build every model file in models/.")
+@click.option("--all", "build_all", is_flag=True,
+              help="Build every model file in models/ and every block (dc_motor, pid_controller, trajectory).")
+@click.option("--block", "blocks", multiple=True, metavar="NAME",
+              help="Build the FMU of a signal-flow block: dc_motor, pid_controller or trajectory (repeatable).")
 @click.option("-o", "--out", "out_dir", default="fmus", show_default=True, type=click.Path(file_okay=False),
-              help="Folder for the FMUs (<model name>.fmu).")
+              help="Folder for the FMUs (<model name>.fmu, <block>.fmu).")
 @click.option("--no-check", is_flag=True, help="Skip fmpy validate and fmutool -check (not recommended).")
 @_user_errors
-def build_command(model_files: Sequence[str], build_all: bool, out_dir: str, no_check: bool) -> None:
-    """Build FMI 2.0 co-simulation FMUs of model files, and validate them."""
-    from flexmbs_fmu.build import BuildError, build, default_models_dir
+def build_command(model_files: Sequence[str], build_all: bool, blocks: Sequence[str], out_dir: str,
+                  no_check: bool) -> None:
+    """Build FMI 2.0 co-simulation FMUs of model files and blocks, and validate them."""
+    from flexmbs_fmu.build import COMPONENTS, BuildError, build, build_component, default_models_dir
 
-    files = list(model_files)
+    jobs = [(path, build) for path in model_files] + [(name, build_component) for name in blocks]
     if build_all:
         folder = default_models_dir()
         if folder is None:
             raise click.ClickException("--all: no models/ folder in the current directory")
-        files += sorted(str(p) for p in folder.glob("*.yaml"))
-    if not files:
-        raise click.UsageError("give model files, or --all")
+        jobs += [(str(p), build) for p in sorted(folder.glob("*.yaml"))]
+        jobs += [(name, build_component) for name in COMPONENTS if name not in blocks]
+    if not jobs:
+        raise click.UsageError("give model files, --block NAME, or --all")
     failed = 0
-    for path in files:
+    for what, run in jobs:
         try:
-            built = build(path, out_dir, check=not no_check)
+            built = run(what, out_dir, check=not no_check)
         except (BuildError, ModelError, OSError) as exc:
             failed += 1
-            click.echo(f"FAILED {path}: {_message(exc)}", err=True)
+            click.echo(f"FAILED {what}: {_message(exc)}", err=True)
             continue
         check = "not validated" if no_check else "valid (fmpy validate, fmutool -check)"
         click.echo(f"{built.path}: {built.n_inputs} inputs, {built.n_parameters} parameters, "
                    f"{built.n_outputs} outputs; {check}")
     if failed:
-        raise click.ClickException(f"{failed} of {len(files)} FMUs failed")
+        raise click.ClickException(f"{failed} of {len(jobs)} FMUs failed")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -23,7 +23,7 @@ from pythonfmu import Fmi2Slave
 from pythonfmu.enums import Fmi2Causality, Fmi2Status, Fmi2Variability
 from pythonfmu.variables import Real, String
 
-from .interface import Variable
+from .variables import Variable
 
 # See keep_alive.
 _PINNED: list[dict] = []

@@ -1,4 +1,4 @@
-"""modelDescription.xml and documentation/_main.html of a plant FMU, written from its Interface.
+"""modelDescription.xml and documentation/_main.html of a flexmbs FMU, written from its variables.
 
 pythonfmu's own description has no units, no dependencies and no InitialUnknowns (so it fails
 `fmpy validate` and makes every master assume direct feedthrough); this one is complete.
@@ -14,9 +14,9 @@ from typing import Optional
 from xml.dom import minidom
 from xml.etree.ElementTree import Element, SubElement, tostring
 
-from .interface import Variable
+from .variables import Variable
 
-# unit -> (quantity, exponents of kg, m, s, rad, display units {name: factor})
+# unit -> (quantity, exponents of kg, m, s, A, rad, display units {name: factor})
 _RPM = 60.0 / (2.0 * math.pi)
 _DEG = 180.0 / math.pi
 UNITS: dict[str, tuple[str, dict[str, int], dict[str, float]]] = {
@@ -41,10 +41,20 @@ UNITS: dict[str, tuple[str, dict[str, int], dict[str, float]]] = {
     "N.m.s/rad": ("RotationalDampingConstant", {"kg": 1, "m": 2, "s": -1, "rad": -1}, {}),
     "N/m": ("TranslationalSpringConstant", {"kg": 1, "s": -2}, {}),
     "N.s/m": ("TranslationalDampingConstant", {"kg": 1, "s": -1}, {}),
+    "V": ("Voltage", {"kg": 1, "m": 2, "s": -3, "A": -1}, {}),
+    "A": ("Current", {"A": 1}, {}),
+    "ohm": ("Resistance", {"kg": 1, "m": 2, "s": -3, "A": -2}, {}),
+    "H": ("Inductance", {"kg": 1, "m": 2, "s": -2, "A": -2}, {"mH": 1e3}),
+    "N.m/A": ("TorqueConstant", {"kg": 1, "m": 2, "s": -2, "A": -1}, {}),
+    "V/rad": ("ProportionalGain", {"kg": 1, "m": 2, "s": -3, "A": -1, "rad": -1}, {}),
+    "V/(rad.s)": ("IntegralGain", {"kg": 1, "m": 2, "s": -4, "A": -1, "rad": -1}, {}),
+    "V.s/rad": ("DerivativeGain", {"kg": 1, "m": 2, "s": -2, "A": -1, "rad": -1}, {}),
     "1": ("DimensionlessRatio", {}, {}),
 }
 # the display unit a tool should show by default
 DISPLAY = {"rad": "deg", "rad/s": "rpm", "rad/s2": "deg/s2"}
+# causalities whose values the FMU computes (initial="calculated", listed in InitialUnknowns)
+CALCULATED = ("output", "calculatedParameter")
 
 
 def _num(value: float) -> str:
@@ -106,7 +116,7 @@ def model_description(variables: list[Variable], *, model_identifier: str, model
     for vr, v in enumerate(variables):
         attrs = {"name": v.name, "valueReference": str(vr), "description": v.description,
                  "causality": v.causality, "variability": v.variability}
-        if v.causality == "output":
+        if v.causality in CALCULATED:
             attrs["initial"] = "calculated"
         sv = SubElement(mv, "ScalarVariable", attrs)
         if v.type == "String":
@@ -133,7 +143,7 @@ def model_description(variables: list[Variable], *, model_identifier: str, model
             SubElement(outputs, "Unknown", {"index": str(index[v.name]), "dependencies": deps})
     initial = SubElement(ms, "InitialUnknowns")
     for v in variables:
-        if v.causality == "output":
+        if v.causality in CALCULATED:
             # no dependencies attribute: at initialisation an output may depend on every
             # input and parameter (the initial joint states, gravity, masses)
             SubElement(initial, "Unknown", {"index": str(index[v.name])})
@@ -141,9 +151,10 @@ def model_description(variables: list[Variable], *, model_identifier: str, model
     return text
 
 
-def documentation(variables: list[Variable], *, model_name: str, description: str, model_file: str,
-                  guid_: str) -> str:
-    """documentation/_main.html: what the FMU is and every variable with unit and meaning."""
+def documentation(variables: list[Variable], *, title: str, description: str, about: str,
+                  notes: list[str]) -> str:
+    """documentation/_main.html: what the FMU is (`about`, HTML), how to run it (`notes`, HTML
+    list items) and every variable with unit and meaning."""
     rows = []
     for vr, v in enumerate(variables):
         start = "" if v.start is None else html.escape(str(v.start))
@@ -152,28 +163,17 @@ def documentation(variables: list[Variable], *, model_name: str, description: st
         rows.append(f"<tr><td><code>{html.escape(v.name)}</code></td><td>{vr}</td><td>{v.causality}</td>"
                     f"<td>{html.escape(v.unit)}</td><td>{start}</td><td>{rng}</td>"
                     f"<td>{html.escape(v.description)}</td><td>{html.escape(deps)}</td></tr>")
+    items = "\n".join(f"<li>{n}</li>" for n in notes)
     return f"""<!DOCTYPE html>
-<html><head><meta charset="utf-8"><title>{html.escape(model_name)} (flexmbs plant FMU)</title>
+<html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
 <style>body{{font-family:sans-serif;max-width:70em}} td,th{{padding:2px 8px;text-align:left;vertical-align:top}}
 tr:nth-child(even){{background:#f3f3f3}}</style></head><body>
-<h1>{html.escape(model_name)}</h1>
+<h1>{html.escape(title)}</h1>
 <p>{html.escape(description)}</p>
-<p>A flexible multibody plant, FMI 2.0 co-simulation, built by flexmbs from <code>{html.escape(model_file)}</code>
-(in <code>resources/model/</code>). GUID {html.escape(guid_)}.</p>
+<p>{about}</p>
 <h2>Running it</h2>
 <ul>
-<li>The FMU runs Python inside the host process: it needs Python 3 with numpy, scipy, numba and pyyaml
-(the flexmbs sources travel inside the FMU). Python hosts (fmpy, libcosimpy) work as they are; a C host
-needs the libpython of that interpreter loaded first (Linux: <code>LD_PRELOAD=/path/to/libpython3.X.so</code>;
-Windows: the folder of <code>python3X.dll</code> on <code>PATH</code>).</li>
-<li>Any communication step size works: each step is integrated with internal sub-steps by the solver
-set in the <code>solver.*</code> parameters.</li>
-<li>Positions and velocities have no direct feedthrough; accelerations and drive torques depend on the inputs
-(see the Outputs dependencies).</li>
-<li>NaN inputs, a diverging solver or invalid parameters: the step is refused (fmi2Discard) with a logged
-message, and the FMU stays at the start of that step. Messages also go to Python logging (stderr).</li>
-<li>The full state can be saved, restored and serialised (fmi2GetFMUstate, fmi2SerializeFMUstate);
-fmi2Reset returns to the freshly instantiated state.</li>
+{items}
 </ul>
 <h2>Variables</h2>
 <table><tr><th>name</th><th>value ref.</th><th>causality</th><th>unit</th><th>start</th><th>range</th><th>meaning</th><th>direct feedthrough from</th></tr>

@@ -8,9 +8,7 @@ Value references are positions in `Interface.variables`: inputs, then parameters
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
-from typing import Optional, Union
 
 import numpy as np
 
@@ -19,31 +17,11 @@ from flexmbs.model.paths import get_value, unit_of
 from flexmbs.signals import ACCELERATION, KINEMATIC, joint_units, signal_table
 from flexmbs.system import System
 
+from .variables import Variable, digest
+
 # Parameter kinds: a number of the model (changes the compiled System), an initial joint
 # coordinate or rate (changes the initial state only), or a solver setting.
 MODEL, START, SOLVER = "model", "start", "solver"
-
-
-@dataclass(frozen=True)
-class Variable:
-    """One FMI scalar variable.
-
-    type: Real or String; causality: input, parameter or output; variability: continuous or
-    fixed; slot: index of its value (inputs: in the input vector, outputs: in the signal vector
-    y of flexmbs.signals, parameters: in Interface.parameters); depends: names of the inputs an
-    output depends on within one instant (direct feedthrough)."""
-
-    name: str
-    type: str
-    causality: str
-    variability: str
-    description: str
-    slot: int
-    unit: str = ""
-    start: Union[float, str, None] = None
-    min: Optional[float] = None
-    max: Optional[float] = None
-    depends: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -63,11 +41,7 @@ class Interface:
     parameters: list[ParameterSpec] = field(default_factory=list)
 
     def digest(self) -> str:
-        """A digest of names, types, causalities and units in order: same interface, same digest."""
-        h = hashlib.sha256()
-        for v in self.variables:
-            h.update(f"{v.name}|{v.type}|{v.causality}|{v.variability}|{v.unit}\n".encode())
-        return h.hexdigest()
+        return digest(self.variables)
 
     def by_causality(self, causality: str) -> list[Variable]:
         return [v for v in self.variables if v.causality == causality]

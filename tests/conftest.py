@@ -1,4 +1,5 @@
-"""Shared fixtures: the FMUs of every model in models/, built once per test session."""
+"""Shared fixtures: the FMUs of every model in models/ and of every block, built once per test
+session into one folder."""
 
 from __future__ import annotations
 
@@ -12,9 +13,9 @@ MODELS = ROOT / "models"
 
 @pytest.fixture(scope="session")
 def fmus(tmp_path_factory) -> dict:
-    """Model name -> Built FMU (or the exception its build raised), every models/*.yaml built
-    and validated with fmpy validate and fmutool -check."""
-    from flexmbs_fmu.build import build
+    """Model or block name -> Built FMU (or the exception its build raised), every models/*.yaml
+    and every block built and validated with fmpy validate and fmutool -check."""
+    from flexmbs_fmu.build import COMPONENTS, build, build_component
 
     out = tmp_path_factory.mktemp("fmus")
     built = {}
@@ -23,6 +24,11 @@ def fmus(tmp_path_factory) -> dict:
             built[path.stem] = build(path, out)
         except Exception as err:  # noqa: BLE001 - reported by the test that checks builds
             built[path.stem] = err
+    for name in COMPONENTS:
+        try:
+            built[name] = build_component(name, out)
+        except Exception as err:  # noqa: BLE001
+            built[name] = err
     return built
 
 
@@ -35,3 +41,11 @@ def fmu_path(fmus):
             pytest.fail(f"the FMU of {name} did not build: {b}")
         return str(b.path)
     return get
+
+
+@pytest.fixture(scope="session")
+def fmu_dir(fmus, fmu_path) -> Path:
+    """The folder holding every built FMU (as the servo assemblies expect); fails if one did not build."""
+    for name in fmus:
+        fmu_path(name)
+    return Path(fmu_path(next(iter(fmus)))).parent

@@ -1,0 +1,195 @@
+"""Small signal-flow FMUs that sit next to the plant: the running block (`Component`) without
+any FMI machinery, and `ComponentSlave`, which serves any Component through pythonfmu.
+
+A Component declares its variables (inputs, parameters, calculated parameters, outputs) once, in
+value-reference order; values live in one dict by name, the dynamic state in `self.x` (a dict of
+floats), so saving, restoring and serialising are the same for every kind. Subclasses implement
+`start()` (state from the parameters at the end of initialisation), `advance(t, h)` (the inputs
+are held over the step) and `output(name)`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import ClassVar
+
+from pythonfmu.enums import Fmi2Status
+
+from .base import GuardedSlave
+from .variables import Variable, digest
+
+
+class StepRefused(Exception):
+    """A step that cannot be taken; the message says why."""
+
+
+class Component:
+    """One running block. t [s]: its time; values: every input and parameter by name; x: the
+    state (floats by name)."""
+
+    NAME: ClassVar[str] = ""            # modelIdentifier and FMU file name
+    DESCRIPTION: ClassVar[str] = ""
+    ABOUT: ClassVar[str] = ""           # HTML paragraph for the FMU's documentation
+    VARIABLES: ClassVar[tuple[Variable, ...]] = ()
+
+    def __init__(self) -> None:
+        self.var = {v.name: v for v in self.VARIABLES}
+        self.values: dict[str, float | str] = {v.name: v.start for v in self.VARIABLES
+                                               if v.causality in ("input", "parameter")}
+        self.x: dict[str, float] = {}
+        self.t = 0.0
+        self.initialized = False
+        self.input_error: dict[str, str] = {}
+        self.failure = ""     # why initialisation failed: no step until reset
+
+    # ------------------------------------------------------------------ to implement
+
+    def start(self) -> None:
+        """Set the state x from the parameters (end of initialisation)."""
+        raise NotImplementedError
+
+    def advance(self, t: float, h: float) -> None:
+        """Advance the state from t to t + h [s] with the inputs held."""
+        raise NotImplementedError
+
+    def output(self, name: str) -> float:
+        """The value of an output or calculated parameter at the current time and state."""
+        raise NotImplementedError
+
+    def check(self) -> None:
+        """Raise ValueError if the parameters do not fit together (checked at initialisation)."""
+
+    # ------------------------------------------------------------------ generic behaviour
+
+    def set(self, name: str, value: float | str) -> None:
+        """Set an input or parameter; raises ValueError (value not taken) with the reason."""
+        v = self.var[name]
+        if v.causality in ("output", "calculatedParameter"):
+            raise ValueError(f"{name} is computed by the FMU and cannot be set; the value was ignored")
+        if v.causality == "parameter" and v.variability == "fixed" and self.initialized:
+            raise ValueError(f"parameter {name} is fixed once initialisation has ended; the value {value!r} "
+                             "was ignored")
+        if v.type == "String":
+            if value not in v.choices:
+                raise ValueError(f"{name} = {value!r} unknown; choose one of {', '.join(v.choices)}; "
+                                 f"kept {self.values[name]!r}")
+            self.values[name] = value
+            return
+        value = float(value)
+        if v.causality == "input":
+            if not math.isfinite(value):
+                self.input_error[name] = f"input {name} was set to {value} at t = {self.t:.9g} s"
+                raise ValueError(f"{self.input_error[name]}; it keeps {self.values[name]!r} and the next step "
+                                 "will be refused until a finite value is set")
+            self.input_error.pop(name, None)
+        elif not math.isfinite(value) or (v.min is not None and value < v.min) or \
+                (v.max is not None and value > v.max):
+            lo, hi = ("-inf" if v.min is None else v.min), ("inf" if v.max is None else v.max)
+            raise ValueError(f"parameter {name} = {value!r} [{v.unit}] is not a finite value in [{lo}, {hi}]; "
+                             f"kept {self.values[name]!r}")
+        self.values[name] = value
+
+    def initialize(self, start_time: float) -> None:
+        try:
+            self.check()
+        except ValueError as err:
+            self.failure = f"the parameters do not fit together: {err}"
+            raise
+        self.t = float(start_time)
+        self.start()
+        self.initialized = True
+
+    def step(self, t: float, h: float) -> None:
+        """Advance from t to t + h [s]. Raises StepRefused (state kept at t) with the reason."""
+        if self.failure:
+            raise StepRefused(self.failure)
+        if self.input_error:
+            raise StepRefused("; ".join(self.input_error.values()))
+        if not math.isfinite(h) or h < 0.0:
+            raise StepRefused(f"communication step size {h!r} is not a finite non-negative number")
+        if abs(t - self.t) > 1e-9 * max(1.0, abs(self.t)):
+            raise StepRefused(f"the step starts at t = {t!r} s but the FMU is at t = {self.t!r} s")
+        if not self.initialized:
+            raise StepRefused("doStep before the end of initialisation")
+        self.advance(self.t, h)
+        self.t = t + h
+
+    def save(self) -> dict:
+        return {"values": dict(self.values), "x": dict(self.x), "t": self.t, "initialized": self.initialized,
+                "input_error": dict(self.input_error), "failure": self.failure}
+
+    def restore(self, data: dict) -> None:
+        if set(data["values"]) != set(self.values):
+            raise ValueError(f"the state does not belong to a {self.NAME} FMU")
+        self.values = dict(data["values"])
+        self.x = dict(data["x"])
+        self.t = float(data["t"])
+        self.initialized = bool(data["initialized"])
+        self.input_error = dict(data["input_error"])
+        self.failure = data["failure"]
+
+    def get(self, name: str) -> float | str:
+        v = self.var[name]
+        if v.causality in ("output", "calculatedParameter"):
+            return self.output(name)
+        return self.values[name]
+
+
+def real(name: str, causality: str, unit: str, description: str, start: float | None = None,
+         lo: float | None = None, hi: float | None = None, variability: str | None = None,
+         depends: tuple[str, ...] = ()) -> Variable:
+    """A Real variable of a component (the slot is unused: values are kept by name)."""
+    if variability is None:
+        variability = {"input": "continuous", "output": "continuous"}.get(causality, "fixed")
+    return Variable(name, "Real", causality, variability, description, 0, unit, start, lo, hi, depends)
+
+
+class ComponentSlave(GuardedSlave):
+    """pythonfmu slave of a Component; a generated module subclasses it and sets `component`
+    (the Component class) and `interface_digest`."""
+
+    component: ClassVar[type[Component]] = Component
+    interface_digest = ""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.block = self.component()
+        if self.interface_digest and component_digest(self.component) != self.interface_digest:
+            raise RuntimeError(f"the {self.component.NAME} block in this process has another interface than "
+                               "the one this FMU was built with; rebuild the FMU")
+        self.STATE_FORMAT = f"flexmbs.{self.component.NAME}/{component_digest(self.component)[:16]}"
+        self.start_time = 0.0
+        for v in self.component.VARIABLES:
+            settable = v.causality in ("input", "parameter")
+            self.add_variable(v, self._value_getter(v.name), self._value_setter(v.name) if settable else None)
+
+    def _value_getter(self, name: str):
+        return lambda: self.block.get(name)
+
+    def _value_setter(self, name: str):
+        return lambda value: self.block.set(name, value)
+
+    def setup_experiment(self, start_time: float, stop_time: float | None, tolerance: float | None) -> None:
+        self.start_time = start_time
+
+    def initialize(self) -> None:
+        self.block.initialize(self.start_time)
+        self.report(f"initialised at t = {self.start_time} s", Fmi2Status.ok)
+
+    def step(self, t: float, h: float) -> bool:
+        try:
+            self.block.step(t, h)
+        except StepRefused as err:
+            self.report(f"step from t = {t:.9g} s to {t + h:.9g} s not taken: {err}")
+            return False
+        return True
+
+    def save(self) -> dict:
+        return self.block.save()
+
+    def restore(self, data: dict) -> None:
+        self.block.restore(data)
+
+
+def component_digest(component: type[Component]) -> str:
+    return digest(component.VARIABLES)
