@@ -1,0 +1,160 @@
+"""An Assembly as an SSP 1.0 package (System Structure and Parameterization, a zip with
+SystemStructure.ssd and the FMUs in resources/), and runs of that package by fmpy's SSP
+runner and by libcosim (the Open Simulation Platform master, through libcosimpy).
+
+The .ssd declares every element as a Component with its connectors (the connected variables
+and the recorded ones), its parameter values inline (ssd:ParameterBindings with an
+ssv:ParameterSet, which both fmpy and libcosim read), the connections and a DefaultExperiment.
+String parameters are left out because fmpy's runner cannot set them.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import zipfile
+from pathlib import Path
+from xml.dom import minidom
+from xml.etree.ElementTree import Element as XmlElement
+from xml.etree.ElementTree import SubElement, register_namespace, tostring
+
+import numpy as np
+
+from .cosim import Assembly, CosimError, split
+
+NS = {"ssd": "http://ssp-standard.org/SSP1/SystemStructureDescription",
+      "ssc": "http://ssp-standard.org/SSP1/SystemStructureCommon",
+      "ssv": "http://ssp-standard.org/SSP1/SystemStructureParameterValues"}
+for _prefix, _uri in NS.items():
+    register_namespace(_prefix, _uri)
+
+
+def _q(tag: str) -> str:
+    prefix, name = tag.split(":")
+    return f"{{{NS[prefix]}}}{name}"
+
+
+def _connectors(assembly: Assembly) -> dict[str, dict[str, str]]:
+    """Per element: connector name -> kind (input or output), from the wiring and the records."""
+    found: dict[str, dict[str, str]] = {e.name: {} for e in assembly.elements}
+    for src, dst in assembly.connections:
+        for path, kind in ((src, "output"), (dst, "input")):
+            element, name = split(path)
+            found[element][name] = kind
+    for path in assembly.record:
+        element, name = split(path)
+        found[element].setdefault(name, "output")
+    return found
+
+
+def system_structure(assembly: Assembly, sources: dict[str, str]) -> bytes:
+    """SystemStructure.ssd of the assembly; sources: element name -> FMU path in the package."""
+    root = XmlElement(_q("ssd:SystemStructureDescription"), {"name": assembly.name, "version": "1.0"})
+    system = SubElement(root, _q("ssd:System"), {"name": assembly.name})
+    elements = SubElement(system, _q("ssd:Elements"))
+    for e in assembly.elements:
+        comp = SubElement(elements, _q("ssd:Component"), {"name": e.name, "source": sources[e.name],
+                                                           "type": "application/x-fmu-sharedlibrary"})
+        conns = SubElement(comp, _q("ssd:Connectors"))
+        for name, kind in _connectors(assembly)[e.name].items():
+            SubElement(SubElement(conns, _q("ssd:Connector"), {"name": name, "kind": kind}), _q("ssc:Real"))
+        numbers = {k: v for k, v in e.parameters.items() if not isinstance(v, str)}
+        if numbers:
+            binding = SubElement(SubElement(comp, _q("ssd:ParameterBindings")), _q("ssd:ParameterBinding"))
+            pset = SubElement(SubElement(binding, _q("ssd:ParameterValues")), _q("ssv:ParameterSet"),
+                              {"version": "1.0", "name": e.name})
+            params = SubElement(pset, _q("ssv:Parameters"))
+            for name, value in numbers.items():
+                SubElement(SubElement(params, _q("ssv:Parameter"), {"name": name}), _q("ssv:Real"),
+                           {"value": repr(float(value))})
+    links = SubElement(system, _q("ssd:Connections"))
+    for src, dst in assembly.connections:
+        (se, sc), (de, dc) = split(src), split(dst)
+        SubElement(links, _q("ssd:Connection"), {"startElement": se, "startConnector": sc, "endElement": de,
+                                                 "endConnector": dc})
+    SubElement(root, _q("ssd:DefaultExperiment"), {"startTime": "0.0", "stopTime": repr(float(assembly.stop_time))})
+    return minidom.parseString(tostring(root, "utf-8")).toprettyxml(indent="  ", encoding="UTF-8")
+
+
+def write_ssp(assembly: Assembly, path: str | Path) -> Path:
+    """Write the assembly as an .ssp file (each distinct FMU stored once in resources/)."""
+    path = Path(path)
+    sources: dict[str, str] = {}
+    files: dict[str, Path] = {}
+    for e in assembly.elements:
+        fmu = Path(e.fmu)
+        if not fmu.is_file():
+            raise CosimError(f"{assembly.name}: element {e.name}: no FMU file {fmu}")
+        sources[e.name] = f"resources/{fmu.name}"
+        files[sources[e.name]] = fmu
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("SystemStructure.ssd", system_structure(assembly, sources))
+        for arcname, fmu in files.items():
+            z.write(fmu, arcname)
+    return path
+
+
+def run_fmpy(ssp: str | Path, stop_time: float, step_size: float) -> dict[str, np.ndarray]:
+    """Run the package with fmpy.ssp.simulate_ssp, applying the components' parameter values.
+    Returns `time` and every connector `<element>.<variable>`, at the end of each step (fmpy
+    labels a row with the start of its step; the times here are shifted to where the values
+    belong)."""
+    from fmpy.ssp.simulation import simulate_ssp
+    from fmpy.ssp.ssd import ParameterSet, find_components, read_ssd
+
+    ssd = read_ssd(str(ssp))        # also validates the .ssd against the SSP schema
+    combined = ParameterSet(name="all")
+    for comp in find_components(ssd.system):
+        for binding in comp.parameterBindings:
+            for pset in binding.parameterValues:
+                for p in pset.parameters:
+                    p.name = f"{comp.name}.{p.name}"
+                    combined.parameters.append(p)
+    rows = simulate_ssp(str(ssp), stop_time=stop_time, step_size=step_size, parameter_set=combined)
+    # fmpy advances time by repeated addition and may take one step past stop_time
+    keep = rows["time"] + step_size <= stop_time + 0.5 * step_size
+    out = {"time": rows["time"][keep] + step_size}
+    for name in rows.dtype.names[1:]:
+        out[name] = np.asarray(rows[name][keep], dtype=float)
+    return out
+
+
+def quiet_libcosim() -> None:
+    """libcosim logs every FMI Library call at debug level by default: keep warnings only."""
+    from libcosimpy.CosimLogging import CosimLogLevel, log_output_level
+
+    log_output_level(CosimLogLevel.WARNING)
+
+
+def run_libcosim(ssp: str | Path, stop_time: float, step_size: float, record: list[str]) -> dict[str, np.ndarray]:
+    """Run the package with libcosim's fixed-step algorithm (libcosimpy). Returns `time` and
+    the recorded `<element>.<variable>` at the end of every step."""
+    from libcosimpy.CosimExecution import CosimExecution
+    from libcosimpy.CosimObserver import CosimObserver
+
+    ns = int(round(step_size * 1e9))
+    with tempfile.TemporaryDirectory(prefix="flexmbs_ssp_") as tmp:
+        # libcosim reads an unpacked package
+        with zipfile.ZipFile(ssp) as z:
+            z.extractall(tmp)
+        execution = CosimExecution.from_ssp_file(tmp, step_size=ns)
+        observer = CosimObserver.create_last_value()
+        execution.add_observer(observer)
+        refs = []
+        for path in record:
+            element, name = split(path)
+            index = execution.slave_index_from_instance_name(element)
+            by_name = {v.name.decode(): v.reference for v in execution.slave_variables(index)}
+            if name not in by_name:
+                raise CosimError(f"libcosim: element {element} has no variable {name!r}")
+            refs.append((index, by_name[name]))
+        n = int(round(stop_time / step_size))
+        out = np.empty((n, len(refs)))
+        for k in range(n):     # the first step() also initialises
+            execution.step(1)
+            out[k] = [observer.last_real_values(i, [vr])[0] for i, vr in refs]
+        t_end = execution.status().current_time * 1e-9
+        if abs(t_end - n * step_size) > 1e-9:
+            raise CosimError(f"libcosim stopped at t = {t_end} s instead of {n * step_size} s")
+        del execution
+    return {"time": step_size * np.arange(1, n + 1), **{p: out[:, j] for j, p in enumerate(record)}}
