@@ -4,6 +4,7 @@ oscillator solutions, static equilibria solved by hand, momentum and energy bala
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -557,3 +558,31 @@ def test_spring_damper_planar_orbit_conserves_angular_momentum():
     e = res["energy.total"]
     assert np.max(np.abs(e - e[0])) < 1e-8 * e[0]
     assert np.ptp(wz) > 0.3  # the off-COM attachment makes the spin vary
+
+
+def test_zero_length_spring_damper_is_an_isotropic_bushing():
+    """rest_length 0: force k d + c d' in every direction. A puck on a planar joint tied at its
+    COM to a ground anchor moves as two independent damped oscillators x'' = -(k/m) x - (c/m) x',
+    also in the tangential direction that a damper along the line would leave undamped."""
+    from scipy.linalg import expm
+
+    m, k, c = 1.5, 40.0, 0.9
+    model = Model(
+        gravity=(0.0, 0.0, 0.0),
+        ground_markers=[Marker("origin")],
+        bodies=[Body("puck", mass=m, inertia=(0.02, 0.03, 0.04), markers=[Marker("m")])],
+        joints=[Joint("pl", "planar", "ground", "origin", "puck", "m", axis=(0, 0, 1), axis2=(1, 0, 0),
+                      q0=[0.3, 0.0, 0.0], qd0=[0.0, 1.1, 0.0])],
+        loads=[Load("spring_damper", marker_a="ground.origin", marker_b="puck.m", stiffness=k, damping=c)])
+    res = flexmbs.simulate(model, 3.0, method="dopri5", rtol=1e-11, output_step=0.05)
+    A = np.array([[0.0, 1.0], [-k / m, -c / m]])
+    xs = np.array([(expm(A * t) @ [0.3, 0.0])[0] for t in res.time])
+    ys = np.array([(expm(A * t) @ [0.0, 1.1])[0] for t in res.time])
+    assert np.max(np.abs(res["pl.q[1]"] - xs)) < 1e-8
+    assert np.max(np.abs(res["pl.q[2]"] - ys)) < 1e-8
+    assert np.max(np.abs(res["pl.q[3]"])) < 1e-12
+    # undamped, its energy is 1/2 k |d|^2 + 1/2 m |v|^2
+    undamped = flexmbs.simulate(dataclasses.replace(model, loads=[dataclasses.replace(model.loads[0], damping=0.0)]),
+                                1.0, method="dopri5", rtol=1e-11, output_step=0.05)
+    e0 = 0.5 * k * 0.3 ** 2 + 0.5 * m * 1.1 ** 2
+    assert np.max(np.abs(undamped["energy.total"] - e0)) < 1e-9 * e0

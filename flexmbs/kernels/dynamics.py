@@ -166,6 +166,13 @@ def _load_forces(S, W, q, u, inputs, Q):
         marker_world(S, W, S.sd_b[s], q, u, rb, Ab, vb, wb, Jvb, Jwb, aa, ala, True)
         for k in range(3):
             F[k] = rb[k] - ra[k]
+        if S.sd_l0[s] == 0.0:
+            # zero rest length: an isotropic bushing, F = k d + c d', with no direction to lose
+            for k in range(3):
+                F[k] = S.sd_k[s] * F[k] + S.sd_c[s] * (vb[k] - va[k])
+            mtv_add(Jva, F, Q, 1.0)
+            mtv_add(Jvb, F, Q, -1.0)
+            continue
         ln = np.sqrt(dot(F, F))
         if ln < 1e-12:
             continue

@@ -222,7 +222,9 @@ class Load:
     body); with `input: true` the inputs `<name>.force[1..3]` and `<name>.torque[1..3]` add to
     them at run time (FMU inputs, or `inputs=` of simulate). spring_damper: between marker_a
     and marker_b ('body.marker'), stiffness [N/m],
-    damping [N s/m], rest_length [m]."""
+    damping [N s/m], rest_length [m], acting along the line between the markers; with
+    rest_length 0 it is an isotropic bushing, force k d + c d' with d the vector from a to b
+    (a compliant pin: it can close a kinematic loop)."""
 
     type: Literal["point_force", "spring_damper"]
     name: str = ""
