@@ -130,6 +130,14 @@ class Master:
             slave.instantiate(loggingOn=logging)
             self.slaves[e.name] = slave
         self.links = [(self._ref(src), self._ref(dst)) for src, dst in assembly.connections]
+        # one setReal per destination element per exchange, with the links' values in link order
+        self._sources = [src for src, _ in self.links]
+        sinks: dict[str, tuple[list[int], list[int]]] = {}
+        for i, (_, (element, vr, _)) in enumerate(self.links):
+            sinks.setdefault(element, ([], []))
+            sinks[element][0].append(vr)
+            sinks[element][1].append(i)
+        self._sinks = [(element, vrs, np.array(links)) for element, (vrs, links) in sinks.items()]
         self.t = 0.0
         loop = algebraic_loop(assembly.connections, self.feedthrough)
         if loop:
@@ -170,10 +178,34 @@ class Master:
         self.t = start_time
         self._exchange()
 
-    def _exchange(self) -> None:
-        values = [self.slaves[src[0]].getReal([src[1]])[0] for src, _ in self.links]
-        for (_, (element, vr, _)), value in zip(self.links, values):
-            self.slaves[element].setReal([vr], [value])
+    def _reader(self, refs: list[tuple[str, int, str]]):
+        """A function returning the values of `refs` in their order, with one getReal per element."""
+        groups: dict[str, list[int]] = {}
+        for element, vr, _ in refs:
+            groups.setdefault(element, []).append(vr)
+        start, offset = {}, 0
+        for element, vrs in groups.items():
+            start[element], offset = offset, offset + len(vrs)
+        seen: dict[str, int] = {}
+        order = []
+        for element, _, _ in refs:
+            order.append(start[element] + seen.get(element, 0))
+            seen[element] = seen.get(element, 0) + 1
+        items, order = list(groups.items()), np.array(order, dtype=int)
+
+        def read() -> np.ndarray:
+            if not items:
+                return np.zeros(0)
+            return np.concatenate([self.slaves[element].getReal(vrs) for element, vrs in items])[order]
+        return read
+
+    def _exchange(self, values: np.ndarray | None = None) -> None:
+        """Copy each connection's output to its input; `values`: the outputs in link order, if
+        already read."""
+        if values is None:
+            values = self._reader(self._sources)()
+        for element, vrs, links in self._sinks:
+            self.slaves[element].setReal(vrs, values[links].tolist())
 
     def step(self, h: float) -> None:
         """One communication step of size h [s], then the connections. Raises CosimError if an
@@ -209,16 +241,17 @@ class Master:
             from tqdm import tqdm
             steps = tqdm(steps, desc=self.assembly.name, unit="step", mininterval=0.5)
 
-        def sample(k: int) -> None:
-            out[k] = [self.slaves[element].getReal([vr])[0] for element, vr, _ in refs]
-
-        sample(0)
+        # the links' outputs and the recorded ones, read together after each step and before the
+        # connections set new inputs, as fmpy and libcosim do (an output with direct feedthrough
+        # would otherwise show the next step's input)
+        read = self._reader(self._sources + refs)
+        nl = len(self._sources)
+        out[0] = read()[nl:]
         for k in steps:
-            # outputs are recorded before the connections set new inputs, as fmpy and libcosim do
-            # (an output with direct feedthrough would otherwise show the next step's input)
             self._advance(h)
-            sample(k + 1)
-            self._exchange()
+            values = read()
+            out[k + 1] = values[nl:]
+            self._exchange(values[:nl])
         self.t = float(time[-1])
         return {"time": time, **{name: out[:, j] for j, name in enumerate(names)}}
 

@@ -256,17 +256,18 @@ def huang_servo(models_dir: str | Path, rigid: bool = False) -> ServoDesign:
     """The demo: Huang's two-link arm (link 2 flexible, or rigid for the design model) moving
     shoulder 0 -> 1.2 rad and elbow 0 -> 0.6 rad in 1 s, each joint by a geared DC motor under a
     PID controller sampled at 2 ms, communication step 0.5 ms (at 1 ms the explicit coupling of
-    motor and flexible arm destabilises link 2's second bending pair with stiff gains). Gains: first_design at 8 rad/s plus
-    integral action against gravity on the elbow (see docs/servo.md)."""
+    motor and flexible arm destabilises link 2's second bending pair with stiff gains). Gains:
+    kp and kd as tuned on the co-simulated flexible arm by examples/servo_design.py (rounded),
+    ki as its first design (integral action holds the elbow against gravity)."""
     models_dir = Path(models_dir)
     motor = {"R": 4.0, "L": 2e-3, "k_t": 0.05, "J_rotor": 5e-6, "b_motor": 2e-6, "ratio": 60.0,
              "efficiency": 0.85}
     ctrl = {"sample_time": 2e-3, "u_min": -24.0, "u_max": 24.0}
     design = ServoDesign(
         model=models_dir / ("huang_two_link_rigid.yaml" if rigid else "huang_two_link.yaml"),
-        axes=[Axis("shoulder", dict(motor), {**ctrl, "kp": 20.0, "kd": 1.0, "ki": 20.0}, (0.0, 1.2),
+        axes=[Axis("shoulder", dict(motor), {**ctrl, "kp": 82.0, "kd": 0.2, "ki": 10.0}, (0.0, 1.2),
                    "shoulder_inertia", 0.04862),
-              Axis("elbow", dict(motor), {**ctrl, "kp": 80.0, "kd": 8.0, "ki": 150.0}, (0.0, 0.6),
+              Axis("elbow", dict(motor), {**ctrl, "kp": 12.0, "kd": 7.4, "ki": 100.0}, (0.0, 0.6),
                    "elbow_inertia", 0.0)],
         plant={"solver.rtol": 1e-6}, t_start=0.2, duration=1.0, stop_time=2.5, step_size=5e-4)
     return design

@@ -129,16 +129,18 @@ def quiet_libcosim() -> None:
 def run_libcosim(ssp: str | Path, stop_time: float, step_size: float, record: list[str]) -> dict[str, np.ndarray]:
     """Run the package with libcosim's fixed-step algorithm (libcosimpy). Returns `time` and
     the recorded `<element>.<variable>` at the end of every step."""
+    from libcosimpy.CosimEnums import CosimVariableType
     from libcosimpy.CosimExecution import CosimExecution
     from libcosimpy.CosimObserver import CosimObserver
 
     ns = int(round(step_size * 1e9))
+    n = int(round(stop_time / step_size))
     with tempfile.TemporaryDirectory(prefix="flexmbs_ssp_") as tmp:
         # libcosim reads an unpacked package
         with zipfile.ZipFile(ssp) as z:
             z.extractall(tmp)
         execution = CosimExecution.from_ssp_file(tmp, step_size=ns)
-        observer = CosimObserver.create_last_value()
+        observer = CosimObserver.create_time_series(buffer_size=n + 8)
         execution.add_observer(observer)
         refs = []
         for path in record:
@@ -147,14 +149,18 @@ def run_libcosim(ssp: str | Path, stop_time: float, step_size: float, record: li
             by_name = {v.name.decode(): v.reference for v in execution.slave_variables(index)}
             if name not in by_name:
                 raise CosimError(f"libcosim: element {element} has no variable {name!r}")
+            observer.start_time_series(index, by_name[name], CosimVariableType.REAL)
             refs.append((index, by_name[name]))
-        n = int(round(stop_time / step_size))
-        out = np.empty((n, len(refs)))
-        for k in range(n):     # the first step() also initialises
-            execution.step(1)
-            out[k] = [observer.last_real_values(i, [vr])[0] for i, vr in refs]
+        execution.simulate_until(n * ns)
         t_end = execution.status().current_time * 1e-9
         if abs(t_end - n * step_size) > 1e-9:
             raise CosimError(f"libcosim stopped at t = {t_end} s instead of {n * step_size} s")
+        out = np.empty((n, len(refs)))
+        for j, (index, vr) in enumerate(refs):
+            _, steps, values = observer.time_series_real_samples(index, vr, from_step=1, sample_count=n)
+            if len(values) != n or steps[0] != 1:
+                raise CosimError(f"libcosim returned {len(values)} samples of {record[j]} from step {steps[0]}, "
+                                 f"expected {n} from step 1")
+            out[:, j] = values
         del execution
     return {"time": step_size * np.arange(1, n + 1), **{p: out[:, j] for j, p in enumerate(record)}}
