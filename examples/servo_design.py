@@ -28,10 +28,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from flexmbs_fmu.cosim import Master  # noqa: E402
-from flexmbs_fmu.servo import assembly, first_design, huang_servo, objective, tune  # noqa: E402
+from flexmbs_fmu.servo import FIRST_KI, assembly, first_design, huang_servo, objective, tune  # noqa: E402
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
-KI = {"shoulder": 10.0, "elbow": 100.0}     # integral gains of the first design [V/(rad s)]
 
 
 def run(design, fmu_dir: Path) -> dict[str, np.ndarray]:
@@ -53,9 +52,9 @@ def main(argv: list[str] | None = None) -> int:
 
     flexible, rigid = huang_servo(MODELS), huang_servo(MODELS, rigid=True)
     start = first_design(rigid, bandwidth=8.0)
-    print(f"first design (rigid linearisation, 8 rad/s): {describe(start)}; ki {KI}")
-    flexible, rigid = flexible.with_gains({j: {"ki": k} for j, k in KI.items()}), rigid.with_gains(
-        {j: {"ki": k} for j, k in KI.items()})
+    print(f"first design (rigid linearisation, 8 rad/s): {describe(start)}; ki {FIRST_KI}")
+    ki = {j: {"ki": k} for j, k in FIRST_KI.items()}
+    flexible, rigid = flexible.with_gains(ki), rigid.with_gains(ki)
     print(f"tuning on the rigid arm ({args.evaluations} co-simulations) ...")
     on_rigid = tune(rigid, args.fmus, start, args.evaluations)
     print(f"  objective {on_rigid.start_value:.4g} -> {on_rigid.value:.4g}: {describe(on_rigid.gains)}")

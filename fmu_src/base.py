@@ -132,17 +132,22 @@ class GuardedSlave(Fmi2Slave):
     def get_boolean(self, vrs: list[int]) -> list[bool]:
         return self._getter("Boolean", super().get_boolean, vrs, False)
 
+    def _setter(self, kind: str, base: Callable, vrs: list[int], values: list) -> None:
+        # one at a time, so that a refused value does not drop the others of the same call
+        for vr, value in zip(vrs, values):
+            self._guard(f"set{kind}", lambda vr=vr, value=value: base([vr], [value]))
+
     def set_real(self, vrs: list[int], values: list[float]) -> None:
-        self._guard("setReal", lambda: super(GuardedSlave, self).set_real(vrs, values))
+        self._setter("Real", super().set_real, vrs, values)
 
     def set_string(self, vrs: list[int], values: list[str]) -> None:
-        self._guard("setString", lambda: super(GuardedSlave, self).set_string(vrs, values))
+        self._setter("String", super().set_string, vrs, values)
 
     def set_integer(self, vrs: list[int], values: list[int]) -> None:
-        self._guard("setInteger", lambda: super(GuardedSlave, self).set_integer(vrs, values))
+        self._setter("Integer", super().set_integer, vrs, values)
 
     def set_boolean(self, vrs: list[int], values: list[bool]) -> None:
-        self._guard("setBoolean", lambda: super(GuardedSlave, self).set_boolean(vrs, values))
+        self._setter("Boolean", super().set_boolean, vrs, values)
 
     def _get_fmu_state(self) -> dict:
         return self._guard("getFMUstate", lambda: {

@@ -87,7 +87,13 @@ class Component:
             lo, hi = ("-inf" if v.min is None else v.min), ("inf" if v.max is None else v.max)
             raise ValueError(f"parameter {name} = {value!r} [{v.unit}] is not a finite value in [{lo}, {hi}]; "
                              f"kept {self.values[name]!r}")
-        self.values[name] = value
+        old, self.values[name] = self.values[name], value
+        if self.initialized and v.causality == "parameter":
+            try:   # a tunable parameter must still fit with the others
+                self.check()
+            except ValueError as err:
+                self.values[name] = old
+                raise ValueError(f"{err}; kept {name} = {old!r}") from None
 
     def initialize(self, start_time: float) -> None:
         try:

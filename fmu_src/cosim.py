@@ -99,9 +99,9 @@ def algebraic_loop(connections: Sequence[tuple[str, str]], feedthrough: dict[str
 class Master:
     """Explicit fixed-step (Jacobi) master over fmpy FMU2Slave instances of an Assembly.
 
-    `initialize()` then `run(t_end, h)`; `save()` / `restore()` keep and bring back the state of
-    every FMU (fmi2GetFMUstate), `reset()` returns every FMU to its fresh state (fmi2Reset) and
-    initialises again, so a design loop reuses the same instances. `set()` changes an input or a
+    `initialize()` then `run(t_end, h)`, which may be called again to go on; `save()` / `restore()` keep and bring back the state of
+    every FMU (fmi2GetFMUstate), `reset()` returns every FMU to its fresh state (fmi2Reset) for a
+    new `initialize()`, so a design loop reuses the same instances. `set()` changes an input or a
     tunable parameter between steps."""
 
     def __init__(self, assembly: Assembly, logging: bool = False) -> None:
@@ -113,23 +113,31 @@ class Master:
         self.slaves: dict[str, FMU2Slave] = {}
         self.vars: dict[str, dict] = {}
         self.feedthrough: dict[str, list[str]] = {}   # `<element>.<output>` -> the inputs it depends on
+        descriptions = {}
         for e in assembly.elements:
             fmu = Path(e.fmu)
             if not fmu.is_file():
                 raise CosimError(f"{assembly.name}: element {e.name}: no FMU file {fmu}")
-            if fmu not in self.dirs:
-                self.dirs[fmu] = extract(str(fmu))
-            md = read_model_description(str(fmu), validate=False)
+            md = descriptions[e.name] = read_model_description(str(fmu), validate=False)
             self.vars[e.name] = {v.name: v for v in md.modelVariables}
             inputs = [v.name for v in md.modelVariables if v.causality == "input"]
             for u in md.outputs:   # no dependencies attribute: it may depend on every input
                 deps = inputs if u.dependencies is None else [d.name for d in u.dependencies]
                 self.feedthrough[f"{e.name}.{u.variable.name}"] = [f"{e.name}.{d}" for d in deps]
-            slave = FMU2Slave(guid=md.guid, unzipDirectory=self.dirs[fmu],
-                              modelIdentifier=md.coSimulation.modelIdentifier, instanceName=e.name)
-            slave.instantiate(loggingOn=logging)
-            self.slaves[e.name] = slave
+        for src, dst in assembly.connections:
+            for path, wanted in ((src, "output"), (dst, "input")):
+                self._ref(path)
+                element, name = split(path)
+                causality = self.vars[element][name].causality
+                if causality != wanted:
+                    raise CosimError(f"{assembly.name}: connection {src} -> {dst}: {path} is a {causality}, "
+                                     f"not an {wanted}")
         self.links = [(self._ref(src), self._ref(dst)) for src, dst in assembly.connections]
+        loop = algebraic_loop(assembly.connections, self.feedthrough)
+        if loop:
+            raise CosimError(f"{assembly.name}: algebraic loop {' -> '.join(loop)}: each of these outputs depends "
+                             "on an input of the same instant; a Jacobi master would silently delay it. Break it "
+                             "with a block that has no direct feedthrough")
         # one setReal per destination element per exchange, with the links' values in link order
         self._sources = [src for src, _ in self.links]
         sinks: dict[str, tuple[list[int], list[int]]] = {}
@@ -139,11 +147,19 @@ class Master:
             sinks[element][1].append(i)
         self._sinks = [(element, vrs, np.array(links)) for element, (vrs, links) in sinks.items()]
         self.t = 0.0
-        loop = algebraic_loop(assembly.connections, self.feedthrough)
-        if loop:
-            raise CosimError(f"{assembly.name}: algebraic loop {' -> '.join(loop)}: each of these outputs depends "
-                             "on an input of the same instant; a Jacobi master would silently delay it. Break it "
-                             "with a block that has no direct feedthrough")
+        try:
+            for e in assembly.elements:
+                fmu = Path(e.fmu)
+                if fmu not in self.dirs:
+                    self.dirs[fmu] = extract(str(fmu))
+                md = descriptions[e.name]
+                slave = FMU2Slave(guid=md.guid, unzipDirectory=self.dirs[fmu],
+                                  modelIdentifier=md.coSimulation.modelIdentifier, instanceName=e.name)
+                slave.instantiate(loggingOn=logging)
+                self.slaves[e.name] = slave
+        except Exception:
+            self.free()
+            raise
 
     def _ref(self, path: str) -> tuple[str, int, str]:
         element, name = split(path)
@@ -207,18 +223,12 @@ class Master:
         for element, vrs, links in self._sinks:
             self.slaves[element].setReal(vrs, values[links].tolist())
 
-    def step(self, h: float) -> None:
-        """One communication step of size h [s], then the connections. Raises CosimError if an
-        FMU refuses the step."""
-        self._advance(h)
-        self._exchange()
-
     def _advance(self, h: float) -> None:
         for name, slave in self.slaves.items():
             try:
                 slave.doStep(currentCommunicationPoint=self.t, communicationStepSize=h)
             except Exception as err:   # fmpy raises FMICallException on any status but fmi2OK
-                why = {1: "warned on", 2: "refused (fmi2Discard)", 3: "failed (fmi2Error)",
+                why = {2: "refused (fmi2Discard)", 3: "failed (fmi2Error)",
                        4: "failed fatally (fmi2Fatal)"}.get(getattr(err, "status", None), f"failed ({err})")
                 raise CosimError(f"{self.assembly.name}: element {name} {why} the step from t = {self.t:.9g} s; "
                                  "see its log") from err
@@ -256,23 +266,26 @@ class Master:
         return {"time": time, **{name: out[:, j] for j, name in enumerate(names)}}
 
     def save(self) -> dict[str, object]:
-        """The state of every FMU and the master's time."""
-        return {"t": self.t, **{name: s.getFMUstate() for name, s in self.slaves.items()}}
+        """The state of every FMU (by element) and the master's time."""
+        return {"t": self.t, "states": {name: s.getFMUstate() for name, s in self.slaves.items()}}
 
     def restore(self, saved: dict[str, object]) -> None:
         for name, s in self.slaves.items():
-            s.setFMUstate(saved[name])
+            s.setFMUstate(saved["states"][name])
         self.t = float(saved["t"])
 
-    def reset(self, start_time: float = 0.0) -> None:
-        """fmi2Reset every FMU (same instances) and initialise again with the assembly's parameters."""
+    def reset(self) -> None:
+        """fmi2Reset every FMU: the same instances, fresh; set inputs if needed, then initialize()."""
         for s in self.slaves.values():
             s.reset()
-        self.initialize(start_time)
+        self.t = 0.0
 
     def free(self) -> None:
         for s in self.slaves.values():
-            s.terminate()
+            try:
+                s.terminate()
+            except Exception:   # not initialised, or already failed: free it all the same
+                pass
             s.freeInstance()
         self.slaves = {}
         for d in self.dirs.values():

@@ -27,8 +27,9 @@ from .motor import DCMotor, load_torque
 from .trajectory import min_jerk
 
 MOTOR_DEFAULTS = {v.name: v.start for v in DCMotor.VARIABLES if v.causality == "parameter"}
-CONTROLLER_DEFAULTS = {v.name: v.start for v in PIDController.VARIABLES
-                       if v.causality == "parameter" and v.type == "Real"}
+CONTROLLER_DEFAULTS = {v.name: v.start for v in PIDController.VARIABLES if v.causality == "parameter"}
+# integral gains of the demo's first design [V/(rad s)]: first_design places kp and kd only
+FIRST_KI = {"shoulder": 10.0, "elbow": 100.0}
 
 
 @dataclass
@@ -83,18 +84,18 @@ class ServoDesign:
         axes = [replace(a, controller={**a.controller, **gains.get(a.joint, {})}) for a in self.axes]
         return replace(self, axes=axes)
 
-    def plant_name(self) -> str:
-        from flexmbs.model import load_model
-
-        from .build import identifier
-
-        return identifier(load_model(self.model).name)
 
 
 def assembly(design: ServoDesign, fmu_dir: str | Path) -> Assembly:
     """The design as FMUs and connections (plant `arm`, per joint j: r_j, c_j, m_j)."""
+    from flexmbs.model import load_model
+
+    from .build import identifier
+
     fmu_dir = Path(fmu_dir)
-    elements = [Element("arm", fmu_dir / f"{design.plant_name()}.fmu", design.plant_parameters())]
+    model = load_model(design.model)
+    plant = identifier(model.name)
+    elements = [Element("arm", fmu_dir / f"{plant}.fmu", design.plant_parameters())]
     links, record = [], []
     for a in design.axes:
         j = a.joint
@@ -111,15 +112,9 @@ def assembly(design: ServoDesign, fmu_dir: str | Path) -> Assembly:
                   (f"m_{j}.tau_load", f"arm.{j}.tau")]
         record += [f"arm.{j}.q", f"arm.{j}.qd", f"r_{j}.q_ref", f"c_{j}.voltage", f"m_{j}.current",
                    f"m_{j}.tau_load"]
-    record += ["arm.link2.tip_deflection[2]", "arm.link2.tip_deflection[3]"] if _has_flexible_link2(design) else []
-    return Assembly("servo_" + design.plant_name(), elements, links, record, design.stop_time, design.step_size)
-
-
-def _has_flexible_link2(design: ServoDesign) -> bool:
-    from flexmbs.model import load_model
-
-    model = load_model(design.model)
-    return any(b.name == "link2" and b.type != "rigid" for b in model.bodies)
+    if any(b.name == "link2" and b.type != "rigid" for b in model.bodies):
+        record += ["arm.link2.tip_deflection[2]", "arm.link2.tip_deflection[3]"]
+    return Assembly(f"servo_{plant}", elements, links, record, design.stop_time, design.step_size)
 
 
 def reference(design: ServoDesign, t_end: float | None = None, rtol: float = 1e-10) -> dict[str, np.ndarray]:
@@ -175,7 +170,7 @@ def reference(design: ServoDesign, t_end: float | None = None, rtol: float = 1e-
         for j, (a, m, c, _, iq, iu) in enumerate(axes):
             q_ref, qd_ref, _ = min_jerk(t, a.move[0], a.move[1], design.t_start, design.duration)
             volts[j], integral[j] = pid_sample(q_ref - z[iq], qd_ref - z[iu], integral[j], c["kp"], c["ki"], c["kd"],
-                                               T, c["u_min"], c["u_max"], "clamping", c["t_track"])
+                                               T, c["u_min"], c["u_max"], c["anti_windup"], c["t_track"])
             rows[k, 4 * j:4 * j + 4] = z[iq], z[iu], z[nx + j], volts[j]
         if k == n:
             break
@@ -195,8 +190,9 @@ def first_design(design: ServoDesign, bandwidth: float, damping: float = 0.9) ->
     """PD gains per joint from the linearised plant at the start pose (give the rigid design
     model): each axis as the inertia J (the diagonal of the joint-space mass matrix of the driven
     joints, inverted from flexmbs.linearize's input matrix) driven by its
-    motor, J qdd = G V - c qd with G = ratio eff k_t / R [N m/V] and c = ratio^2 eff k_t^2 / R
-    (back-EMF damping); closed-loop poles at natural frequency `bandwidth` [rad/s] and damping
+    motor, J qdd = G V - c qd with G = ratio eff k_t / R [N m/V] and
+    c = ratio^2 eff (k_t^2 / R + b_motor) (back-EMF damping and friction, the current taken as
+    settled: the armature time constant is far below 1/bandwidth); closed-loop poles at natural frequency `bandwidth` [rad/s] and damping
     ratio `damping`: kp = J w^2 / G, kd = max(2 zeta w J - c, 0) / G."""
     from flexmbs.linearize import linearize
     from flexmbs.model import load_model
@@ -228,7 +224,7 @@ def first_design(design: ServoDesign, bandwidth: float, damping: float = 0.9) ->
         J = M[k, k]
         m = a.motor_parameters()
         G = m["ratio"] * m["efficiency"] * m["k_t"] / m["R"]
-        c = m["ratio"] ** 2 * m["efficiency"] * m["k_t"] ** 2 / m["R"]
+        c = m["ratio"] ** 2 * m["efficiency"] * (m["k_t"] ** 2 / m["R"] + m["b_motor"])
         gains[a.joint] = {"kp": J * bandwidth ** 2 / G, "kd": max(2.0 * damping * bandwidth * J - c, 0.0) / G}
     return gains
 
@@ -236,11 +232,12 @@ def first_design(design: ServoDesign, bandwidth: float, damping: float = 0.9) ->
 def objective(run: dict[str, np.ndarray], design: ServoDesign, weight: float = 1.0,
               effort_weight: float = 1e-6) -> float:
     """What the design loop minimises [rad^2 s]: the time integral of the squared tracking
-    errors; plus `weight` [rad^2 s^2/m^2] times the time integral, after the move has ended, of
-    the squared rate of the tip deflection [m^2/s] (the residual vibration: a slow change of the
-    static sag barely counts, a 1 mm oscillation at the 3.7 Hz bending mode does); plus
-    `effort_weight` [rad^2 s^2/V^2] times the time integral of the squared voltage rate
-    [V^2/s], which rules out designs that chatter against the voltage limits."""
+    errors [rad^2 s]; plus `weight` [rad^2 s^2/m^2] times the time integral of the squared rate
+    of the tip deflection after the move has ended [m^2/s] (the residual vibration: a slow change
+    of the static sag barely counts, a 1 mm oscillation at the 3.7 Hz bending mode does); plus
+    `effort_weight` [rad^2 s^2/V^2] times sum_k (u_{k+1} - u_k)^2 / T over the controller samples
+    [V^2/s] (the voltage changes only at samples, so this does not depend on the communication
+    step), which rules out designs that chatter against the voltage limits."""
     t = run["time"]
     dt = np.diff(t)
     h = np.diff(t, prepend=t[0])
@@ -248,7 +245,8 @@ def objective(run: dict[str, np.ndarray], design: ServoDesign, weight: float = 1
     after = t[1:] > design.t_start + design.duration
     keys = [k for k in ("arm.link2.tip_deflection[2]", "arm.link2.tip_deflection[3]") if k in run]
     residual = sum(np.sum((np.diff(run[k]) ** 2 / dt)[after]) for k in keys)
-    effort = sum(np.sum(np.diff(run[f"c_{a.joint}.voltage"]) ** 2 / dt) for a in design.axes)
+    effort = sum(np.sum(np.diff(run[f"c_{a.joint}.voltage"]) ** 2) / a.controller_parameters()["sample_time"]
+                 for a in design.axes)
     return float(track + weight * residual + effort_weight * effort)
 
 
@@ -258,16 +256,16 @@ def huang_servo(models_dir: str | Path, rigid: bool = False) -> ServoDesign:
     PID controller sampled at 2 ms, communication step 0.5 ms (at 1 ms the explicit coupling of
     motor and flexible arm destabilises link 2's second bending pair with stiff gains). Gains:
     kp and kd as tuned on the co-simulated flexible arm by examples/servo_design.py (rounded),
-    ki as its first design (integral action holds the elbow against gravity)."""
+    ki = FIRST_KI (integral action holds the elbow against gravity)."""
     models_dir = Path(models_dir)
     motor = {"R": 4.0, "L": 2e-3, "k_t": 0.05, "J_rotor": 5e-6, "b_motor": 2e-6, "ratio": 60.0,
              "efficiency": 0.85}
     ctrl = {"sample_time": 2e-3, "u_min": -24.0, "u_max": 24.0}
     design = ServoDesign(
         model=models_dir / ("huang_two_link_rigid.yaml" if rigid else "huang_two_link.yaml"),
-        axes=[Axis("shoulder", dict(motor), {**ctrl, "kp": 82.0, "kd": 0.2, "ki": 10.0}, (0.0, 1.2),
+        axes=[Axis("shoulder", dict(motor), {**ctrl, "kp": 82.0, "kd": 0.2, "ki": FIRST_KI["shoulder"]}, (0.0, 1.2),
                    "shoulder_inertia", 0.04862),
-              Axis("elbow", dict(motor), {**ctrl, "kp": 12.0, "kd": 7.4, "ki": 100.0}, (0.0, 0.6),
+              Axis("elbow", dict(motor), {**ctrl, "kp": 12.0, "kd": 7.4, "ki": FIRST_KI["elbow"]}, (0.0, 0.6),
                    "elbow_inertia", 0.0)],
         plant={"solver.rtol": 1e-6}, t_start=0.2, duration=1.0, stop_time=2.5, step_size=5e-4)
     return design

@@ -5,7 +5,8 @@ runner and by libcosim (the Open Simulation Platform master, through libcosimpy)
 The .ssd declares every element as a Component with its connectors (the connected variables
 and the recorded ones), its parameter values inline (ssd:ParameterBindings with an
 ssv:ParameterSet, which both fmpy and libcosim read), the connections and a DefaultExperiment.
-String parameters are left out because fmpy's runner cannot set them.
+fmpy's runner cannot set String parameters: one left at its FMU's start value is omitted, any
+other is refused (CosimError), so that the package runs the same system in every master.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from xml.etree.ElementTree import SubElement, register_namespace, tostring
 
 import numpy as np
 
-from .cosim import Assembly, CosimError, split
+from .cosim import Assembly, CosimError, Element, split
 
 NS = {"ssd": "http://ssp-standard.org/SSP1/SystemStructureDescription",
       "ssc": "http://ssp-standard.org/SSP1/SystemStructureCommon",
@@ -46,6 +47,20 @@ def _connectors(assembly: Assembly) -> dict[str, dict[str, str]]:
     return found
 
 
+def _check_strings(assembly: Assembly, element: Element) -> None:
+    from fmpy import read_model_description
+
+    strings = {k: v for k, v in element.parameters.items() if isinstance(v, str)}
+    if not strings:
+        return
+    start = {v.name: v.start for v in read_model_description(str(element.fmu), validate=False).modelVariables}
+    for name, value in strings.items():
+        if value != start.get(name):
+            raise CosimError(f"{assembly.name}: element {element.name}: String parameter {name} = {value!r} differs "
+                             f"from the FMU's start value {start.get(name)!r}, and fmpy's SSP runner cannot set "
+                             "String parameters; run this assembly with flexmbs_fmu.cosim.Master instead")
+
+
 def system_structure(assembly: Assembly, sources: dict[str, str]) -> bytes:
     """SystemStructure.ssd of the assembly; sources: element name -> FMU path in the package."""
     root = XmlElement(_q("ssd:SystemStructureDescription"), {"name": assembly.name, "version": "1.0"})
@@ -58,6 +73,7 @@ def system_structure(assembly: Assembly, sources: dict[str, str]) -> bytes:
         for name, kind in _connectors(assembly)[e.name].items():
             SubElement(SubElement(conns, _q("ssd:Connector"), {"name": name, "kind": kind}), _q("ssc:Real"))
         numbers = {k: v for k, v in e.parameters.items() if not isinstance(v, str)}
+        _check_strings(assembly, e)
         if numbers:
             binding = SubElement(SubElement(comp, _q("ssd:ParameterBindings")), _q("ssd:ParameterBinding"))
             pset = SubElement(SubElement(binding, _q("ssd:ParameterValues")), _q("ssv:ParameterSet"),

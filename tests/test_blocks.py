@@ -170,16 +170,29 @@ def test_block_errors_are_refusals_with_messages(slave, caplog) -> None:
     assert refused.value.status == fmi2Discard
     assert m.get(["current"])[0] == i1
     assert "voltage was set to nan" in caplog.text
-    m.set({"voltage": 10.0, "R": 0.0})
-    assert "parameter R" in caplog.text
+    m.set({"voltage": 10.0, "R": 1.0})
+    assert "parameter R is fixed once initialisation has ended" in caplog.text
     m.fmu.doStep(1e-3, 1e-3)
     assert m.get(["current"])[0] == pytest.approx(5.0 - (5.0 - i1) * math.exp(-200 * 1e-3), rel=1e-12)
+
+    fresh = slave("dc_motor", {"R": 0.0, "efficiency": 1.5})          # out of range before initialisation
+    assert "parameter R = 0.0 [ohm] is not a finite value in [1e-09, inf]" in caplog.text
+    assert "parameter efficiency = 1.5 [1] is not a finite value in [0.001, 1.0]" in caplog.text
+    assert list(fresh.get(["J_reflected"])) == [50.0 ** 2 * 1e-5]            # the defaults were kept
 
     c = slave("pid_controller", {"u_min": 5.0, "u_max": -5.0})
     assert "u_min = 5.0 V is above u_max = -5.0 V" in caplog.text
     with pytest.raises(Exception) as refused:
         c.fmu.doStep(0.0, 1e-3)
     assert refused.value.status == fmi2Discard
+
+    # tunable parameters after initialisation: still range- and consistency-checked
+    c = slave("pid_controller", {"kp": 2.0, "kd": 0.0, "u_min": -5.0, "u_max": 5.0})
+    c.set({"kp": float("nan"), "u_min": 6.0})
+    assert "parameter kp = nan" in caplog.text and "u_min = 6.0 V is above u_max = 5.0 V" in caplog.text
+    c.set({"q_ref": 1.0})
+    c.fmu.doStep(0.0, 1e-3)
+    assert c.get(["voltage"])[0] == 2.0                          # kp 2 and the limits -5, 5 kept
 
 
 def test_trajectory_is_the_minimum_jerk_polynomial(slave) -> None:

@@ -134,6 +134,27 @@ def test_servo_loop_converges_to_the_ideally_sampled_loop(fmu_dir) -> None:
     assert errors[-1] < 0.02 * ref
 
 
+def test_master_reset_reuses_the_instances(fmu_dir) -> None:
+    """fmi2Reset of every FMU and a new initialisation give the run of fresh instances, bit for bit."""
+    with Master(motor_on_flywheel(fmu_dir)) as m:
+        m.set("m.voltage", 12.0)
+        m.initialize()
+        first = m.run(0.05, 1e-3)
+        m.reset()
+        m.set("m.voltage", 12.0)
+        m.initialize()
+        again = m.run(0.05, 1e-3)
+    for name in first:
+        assert np.array_equal(first[name], again[name]), name
+
+
+def test_master_refuses_wrong_causality(fmu_dir) -> None:
+    bad = motor_on_flywheel(fmu_dir)
+    bad.connections = [("m.tau_load", "fly.shaft.tau"), ("fly.shaft.qd", "m.R")]
+    with pytest.raises(CosimError, match=r"fly\.shaft\.qd -> m\.R: m\.R is a parameter, not an input"):
+        Master(bad)
+
+
 def test_master_refuses_an_algebraic_loop(fmu_dir) -> None:
     """The flywheel's acceleration depends on its torque input in the same instant and the
     motor's torque on its speed input: wiring qdd back as the motor's speed closes a loop."""
