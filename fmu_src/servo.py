@@ -263,9 +263,9 @@ def huang_servo(models_dir: str | Path, rigid: bool = False) -> ServoDesign:
     ctrl = {"sample_time": 2e-3, "u_min": -24.0, "u_max": 24.0}
     design = ServoDesign(
         model=models_dir / ("huang_two_link_rigid.yaml" if rigid else "huang_two_link.yaml"),
-        axes=[Axis("shoulder", dict(motor), {**ctrl, "kp": 82.0, "kd": 0.2, "ki": FIRST_KI["shoulder"]}, (0.0, 1.2),
+        axes=[Axis("shoulder", dict(motor), {**ctrl, "kp": 200.0, "kd": 0.68, "ki": FIRST_KI["shoulder"]}, (0.0, 1.2),
                    "shoulder_inertia", 0.04862),
-              Axis("elbow", dict(motor), {**ctrl, "kp": 12.0, "kd": 7.4, "ki": FIRST_KI["elbow"]}, (0.0, 0.6),
+              Axis("elbow", dict(motor), {**ctrl, "kp": 39.0, "kd": 11.4, "ki": FIRST_KI["elbow"]}, (0.0, 0.6),
                    "elbow_inertia", 0.0)],
         plant={"solver.rtol": 1e-6}, t_start=0.2, duration=1.0, stop_time=2.5, step_size=5e-4)
     return design

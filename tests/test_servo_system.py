@@ -72,11 +72,12 @@ def test_no_false_algebraic_loop(fmu_dir) -> None:
 def test_cosimulation_converges_to_the_monolithic_simulation(fmu_dir) -> None:
     """Halving the communication step (controllers sampled at 2 ms) halves the joint-angle error
     against the monolithic run (plant, armatures and sampled controllers in one ODE): first order,
-    from the controllers' one-step output delay and the held torques and speeds."""
+    from the controllers' one-step output delay and the held torques and speeds. (At 1 ms the
+    demo's gains are near the coupling's stability limit, docs/servo.md: not yet asymptotic.)"""
     design = short(1.0)
     ref = reference(design)
     errors = []
-    for h in (1e-3, 5e-4, 2.5e-4, 1.25e-4):
+    for h in (5e-4, 2.5e-4, 1.25e-4):
         d = replace(design, step_size=h)
         with Master(assembly(d, fmu_dir)) as m:
             m.initialize()
