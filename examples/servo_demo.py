@@ -96,6 +96,8 @@ def main(argv: list[str] | None = None) -> int:
         diff = max(max_difference(run, ref, asm.record).values())
         print(f"{name:16s} real-time factor {T / wall[name]:5.2f} (wall {wall[name]:5.2f} s for {T:g} s, "
               f"instantiation included); max difference to the explicit master {diff:.1e}")
+    if wall["explicit master"] > 5.0 * wall["fmpy SSP"]:
+        print("(the explicit master ran first and compiled the plant's numba kernels, cached for every later run)")
     final = {j: float(ref[f"arm.{j}.q"][-1]) for j in joints}
     print("final joint angles [rad]: " + ", ".join(f"{j} {q:.4f}" for j, q in final.items()))
     plot(ref, joints, args.out)
