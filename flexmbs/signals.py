@@ -3,7 +3,8 @@ output vector y that `evaluate` fills. One table serves simulate's Result and th
 so both always name the same quantity the same way.
 
 y = [q (nq) | u (nv) | udot (nv) | drive torques (nv) | kinetic, potential, strain, total energy
-     | per sensor: r (3), v (3), R row-major (9), w (3) | per flexible body: tip deflection (3)]
+     | per sensor: r (3), v (3), R row-major (9), w (3) | per flexible body: tip deflection (3)
+     | per cut joint: gap, tilt, force (3), torque (3)]
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .kernels.outputs import sample
+from .loops import POSITION, ROWS
 from .system import System
 
 # How an output depends on the inputs within one instant (FMI direct feedthrough).
@@ -97,6 +99,17 @@ def signal_table(system: System) -> list[Signal]:
             put(f"{bn}.tip_deflection[{i + 1}]", "m",
                 f"body {bn}: elastic displacement of the tip, component {i + 1} in the body frame",
                 i_tip + 3 * b + i)
+    i_cut = i_tip + 3 * len(system.body_eta)
+    for c, cut in enumerate(system.model.loops.cuts):
+        base = i_cut + 8 * c
+        put(f"{cut.name}.gap", "m", f"cut joint {cut.name}: residual of its position constraints (norm)", base)
+        put(f"{cut.name}.tilt", "1", f"cut joint {cut.name}: largest residual of its alignment constraints", base + 1)
+        for i in range(3):
+            put(f"{cut.name}.force[{i + 1}]", "N", f"cut joint {cut.name}: force on its child body, world component "
+                f"{i + 1} (0 along redundant constraints)", base + 2 + i, ACCELERATION)
+        for i in range(3):
+            put(f"{cut.name}.torque[{i + 1}]", "N.m", f"cut joint {cut.name}: torque on its child body, world "
+                f"component {i + 1} (0 about redundant constraints)", base + 5 + i, ACCELERATION)
     return out
 
 
@@ -109,7 +122,8 @@ def tip_marker(d):
 
 def output_width(system: System) -> int:
     """Length of y."""
-    return system.nq + 3 * system.nv + 4 + 18 * len(system.sensors) + 3 * len(system.body_eta)
+    return (system.nq + 3 * system.nv + 4 + 18 * len(system.sensors) + 3 * len(system.body_eta)
+            + 8 * len(system.model.loops.cuts))
 
 
 class Evaluator:
@@ -125,6 +139,12 @@ class Evaluator:
         for bn, (e0, n) in system.body_eta.items():
             _, Phi, _, H = tip_marker(system.flex[bn])
             self.tips.append((e0, n, np.asarray(Phi), np.asarray(H)))
+        # per cut joint: its rows, and which are position rows
+        self.cuts, r = [], 0
+        for cut in system.model.loops.cuts:
+            kinds = np.array([kind for kind, _, _ in ROWS[cut.type]])
+            self.cuts.append((slice(r, r + kinds.size), kinds == POSITION))
+            r += kinds.size
 
     def evaluate(self, t: np.ndarray, X: np.ndarray, U: np.ndarray, Y: np.ndarray) -> None:
         """Y[k] = y at time t[k] [s], state X[k] = [q; u], inputs U[k]. X is not changed; Y
@@ -134,9 +154,10 @@ class Evaluator:
         nx = nq + nv
         if n not in self._scratch:
             self._scratch[n] = (np.zeros((n, nv)), np.zeros((n, nv)), np.zeros((n, 4)),
-                                np.zeros((n, self.sensors.size, 18)), np.zeros((n, nx)))
-        Ud, Tau, En, Sens, Xo = self._scratch[n]
-        sample(self.system.ref, self.W, self.sensors, t, X, U, Xo, Ud, Tau, En, Sens)
+                                np.zeros((n, self.sensors.size, 18)), np.zeros((n, nx)),
+                                np.zeros((n, S.cr_a.size, 5)))
+        Ud, Tau, En, Sens, Xo, Loop = self._scratch[n]
+        sample(self.system.ref, self.W, self.sensors, t, X, U, Xo, Ud, Tau, En, Sens, Loop)
         Y[:, :nx] = Xo
         Y[:, nx:nx + nv] = Ud
         Y[:, nx + nv:nx + 2 * nv] = Tau
@@ -153,3 +174,10 @@ class Evaluator:
             Y[:, i:i + 3] = eta @ Phi.T
             Y[:, i] -= 0.5 * np.einsum("ki,ij,kj->k", eta, H, eta)
             i += 3
+        for rows, pos in self.cuts:
+            g, reaction = Loop[:, rows, 0], Loop[:, rows, 1:2] * Loop[:, rows, 2:5]
+            Y[:, i] = np.linalg.norm(g[:, pos], axis=1)
+            Y[:, i + 1] = np.max(np.abs(g[:, ~pos]), axis=1, initial=0.0)
+            Y[:, i + 2:i + 5] = reaction[:, pos].sum(axis=1)
+            Y[:, i + 5:i + 8] = reaction[:, ~pos].sum(axis=1)
+            i += 8

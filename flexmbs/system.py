@@ -38,6 +38,7 @@ from .model import (
     rotation_matrix,
     validate,
 )
+from .loops import assemble, cut_rows, row_names
 from .model.segments import expand_segments
 
 
@@ -48,7 +49,8 @@ class System:
     arrays: SystemArrays; q0, u0: initial coordinates; bodies/joints: names in tree order;
     joint_q/joint_u: name -> (start, count) in q/u; flex: body name -> FlexBodyData;
     inputs: input signal names in order; markers: 'body.marker' -> marker index;
-    sensors: sensor name -> marker index.
+    sensors: sensor name -> marker index; loop_rows: the names of the loop constraints (rows of
+    the constraint Jacobian), loop_redundant: those found dependent on the others and dropped.
     """
 
     model: Model
@@ -66,6 +68,8 @@ class System:
     markers: dict[str, int]
     sensors: dict[str, int]
     drives: dict[str, str] = field(default_factory=dict)
+    loop_rows: list[str] = field(default_factory=list)
+    loop_redundant: list[str] = field(default_factory=list)
 
     @property
     def nq(self) -> int:
@@ -413,6 +417,7 @@ def compile_model(model: Model) -> System:
         sd_k=np.array([ld.stiffness for ld in sds], float),
         sd_c=np.array([ld.damping for ld in sds], float),
         sd_l0=np.array([ld.rest_length for ld in sds], float),
+        **cut_rows(model.loops.cuts, markers),
     )
 
     q0 = np.zeros(nq)
@@ -421,7 +426,7 @@ def compile_model(model: Model) -> System:
         q0[jq[i]:jq[i] + jnq[i]] = _initial_joint_q(j.type, j.q0)
         if len(j.qd0):
             u0[ju[i]:ju[i] + jnv[i]] = np.asarray(j.qd0, dtype=float).ravel()
-    return System(
+    system = System(
         model=model, arrays=arrays, q0=q0, u0=u0,
         bodies=[b.name for b in bodies], joints=[j.name for j in joints],
         joint_q={j.name: (int(jq[i]), int(jnq[i])) for i, j in enumerate(joints)},
@@ -429,5 +434,8 @@ def compile_model(model: Model) -> System:
         body_eta={b.name: (int(eq[i]), int(nm[i])) for i, b in enumerate(bodies) if nm[i] > 0},
         flex=flex, inputs=inputs, input_defaults=np.array(input_defaults, float),
         markers=markers, sensors={s.name: markers[f"{s.body}.{s.marker}"] for s in model.sensors},
-        drives=drives,
+        drives=drives, loop_rows=[name for cut in model.loops.cuts for name in row_names(cut)],
     )
+    if model.loops.cuts:
+        assemble(system)
+    return system

@@ -4,7 +4,8 @@ right-hand side (numba).
 M = sum_b Jb^T Mb Jb and Q = sum_b Jb^T (Fb - hb - Mb cb) + joint, drive and load forces, with
 Jb the body-frame Jacobian of body b (w_b = Jb u) and cb = Jbdot u (Kane's equations).
 Motion-driven coordinates are overwritten from their profile before evaluation and their
-acceleration is imposed, so prescribed motions carry their exact derivatives.
+acceleration is imposed, so prescribed motions carry their exact derivatives. Loop-closing
+constraints add G^T lambda (kernels/constraints.py).
 """
 
 import numpy as np
@@ -12,8 +13,9 @@ from numba import njit
 
 from . import profiles
 from .body import body_terms
+from .constraints import constrained_solve, constraint_rows
 from .kinematics import forward, marker_world
-from .linalg import copy1, dot, fill1, fill2, mtv_add, mv
+from .linalg import chol_factor, chol_solve, copy1, copy2, dot, fill1, fill2, mtv_add, mv
 from .rotations import JIT, quat_rate
 
 PASSIVE, TORQUE, MOTION, SERVO = 0, 1, 2, 3
@@ -213,10 +215,23 @@ def accelerations(S, W, t, q, u, inputs, udot):
                 rhs_[c] = udot[c]
     ok = cholesky_solve(M, rhs_, W.L)
     copy1(rhs_, udot)
+    nc = S.cr_a.shape[0]
+    if ok and nc > 0:
+        constraint_rows(S, W, q, u, W.c_g, W.c_G, W.c_gam)
+        # prescribed coordinates have a known udot: their columns go to the right-hand side
+        copy2(W.c_G, W.c_G0)
+        for c in range(nv):
+            if S.drive[c] == MOTION:
+                for r in range(nc):
+                    W.c_gam[r] -= W.c_G[r, c] * udot[c]
+                    W.c_G[r, c] = 0.0
+        ok = constrained_solve(S, W, udot)
     npres = 0
     for c in range(nv):
         if S.drive[c] == MOTION:
             W.tau_drive[c] = dot(W.Mrow[npres], udot) - W.Q[c]
+            for r in range(nc):
+                W.tau_drive[c] += W.c_G0[r, c] * W.c_lam[r]
             npres += 1
     return ok
 
@@ -224,29 +239,9 @@ def accelerations(S, W, t, q, u, inputs, udot):
 @njit(**JIT)
 def cholesky_solve(M, b, L):
     """Solve M x = b in place (b <- x) for symmetric positive definite M via L (workspace)."""
-    n = M.shape[0]
-    for j in range(n):
-        s = M[j, j]
-        for k in range(j):
-            s -= L[j, k] * L[j, k]
-        if not s > 0.0:
-            return False
-        L[j, j] = np.sqrt(s)
-        for i in range(j + 1, n):
-            s = M[i, j]
-            for k in range(j):
-                s -= L[i, k] * L[j, k]
-            L[i, j] = s / L[j, j]
-    for i in range(n):
-        s = b[i]
-        for k in range(i):
-            s -= L[i, k] * b[k]
-        b[i] = s / L[i, i]
-    for i in range(n - 1, -1, -1):
-        s = b[i]
-        for k in range(i + 1, n):
-            s -= L[k, i] * b[k]
-        b[i] = s / L[i, i]
+    if not chol_factor(M, L):
+        return False
+    chol_solve(L, b)
     return True
 
 

@@ -4,6 +4,7 @@ numba maps `@` to BLAS, whose call overhead and temporaries dominate for the 3x3
 sized blocks of multibody kernels; these write into caller-provided arrays instead.
 """
 
+import numpy as np
 from numba import njit
 
 from .rotations import JIT
@@ -90,3 +91,38 @@ def copy1(src, dst):
 def fill1(dst, value):
     for i in range(dst.shape[0]):
         dst[i] = value
+
+
+@njit(**JIT)
+def chol_factor(M, L):
+    """Cholesky factor L of a symmetric positive definite M (False if it is not)."""
+    n = M.shape[0]
+    for j in range(n):
+        s = M[j, j]
+        for k in range(j):
+            s -= L[j, k] * L[j, k]
+        if not s > 0.0:
+            return False
+        L[j, j] = np.sqrt(s)
+        for i in range(j + 1, n):
+            s = M[i, j]
+            for k in range(j):
+                s -= L[i, k] * L[j, k]
+            L[i, j] = s / L[j, j]
+    return True
+
+
+@njit(**JIT)
+def chol_solve(L, b):
+    """Solve (L L^T) x = b in place (b <- x)."""
+    n = L.shape[0]
+    for i in range(n):
+        s = b[i]
+        for k in range(i):
+            s -= L[i, k] * b[k]
+        b[i] = s / L[i, i]
+    for i in range(n - 1, -1, -1):
+        s = b[i]
+        for k in range(i + 1, n):
+            s -= L[k, i] * b[k]
+        b[i] = s / L[i, i]

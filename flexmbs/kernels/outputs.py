@@ -27,10 +27,11 @@ def drive_torques(S, W, t, q, u, inputs, tau):
 
 
 @njit(**JIT)
-def sample(S, W, sensors, t, X, inputs, Xout, Ud, Tau, En, Sens):
+def sample(S, W, sensors, t, X, inputs, Xout, Ud, Tau, En, Sens, Loop):
     """For each time t[k] and state X[k]: Xout[k] = state with exact prescribed values,
     Ud[k] = udot, Tau[k] = drive torques, En[k] = energies, Sens[k, s] = sensor s as
-    [r (3), v (3), R row-major (9), w (3)] in the world frame."""
+    [r (3), v (3), R row-major (9), w (3)] in the world frame, Loop[k, r] = loop constraint row r
+    as [residual, multiplier, reaction direction (3, world)]."""
     nq = S.nq
     r, A, v, w = W.l_r, W.l_A, W.l_v, W.l_w
     for k in range(t.size):
@@ -41,6 +42,10 @@ def sample(S, W, sensors, t, X, inputs, Xout, Ud, Tau, En, Sens):
         accelerations(S, W, t[k], q, u, inputs[k], Ud[k])
         drive_torques(S, W, t[k], q, u, inputs[k], Tau[k])
         energies(S, W, t[k], q, u, inputs[k], En[k])
+        for row in range(S.cr_a.shape[0]):
+            Loop[k, row, 0] = W.c_g[row]
+            Loop[k, row, 1] = W.c_lam[row]
+            Loop[k, row, 2:5] = W.c_dir[row]
         for s in range(sensors.size):
             marker_world(S, W, sensors[s], q, u, r, A, v, w, W.l_Jv, W.l_Jw, W.l_a, W.l_al, False)
             Sens[k, s, 0:3] = r

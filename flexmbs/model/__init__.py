@@ -1,15 +1,15 @@
 """Model description: the user-facing dataclasses, the YAML loader and the validator."""
 
-from .elements import (GROUND, JOINT_NQ, JOINT_NV, JOINT_TYPES, METHODS, PROFILE_TYPES, Body,
-                       Damping, Drive, Joint, Load, Marker, Material, Model, Profile, Section,
+from .elements import (CUT_TYPES, GROUND, JOINT_NQ, JOINT_NV, JOINT_TYPES, METHODS, PROFILE_TYPES, Body,
+                       Damping, Drive, Joint, Load, Loops, Marker, Material, Model, Profile, Section,
                        Sensor, Solver, Spring, rotation_matrix)
 from .errors import Issue, ModelError
 from .loader import load_model, model_from_dict
 from .validate import inertia_matrix, validate
 
 __all__ = [
-    "GROUND", "JOINT_NQ", "JOINT_NV", "JOINT_TYPES", "METHODS", "PROFILE_TYPES", "Body", "Damping",
-    "Drive", "Issue", "Joint", "Load", "Marker", "Material", "Model", "ModelError", "Profile",
+    "CUT_TYPES", "GROUND", "JOINT_NQ", "JOINT_NV", "JOINT_TYPES", "METHODS", "PROFILE_TYPES", "Body", "Damping",
+    "Drive", "Issue", "Joint", "Load", "Loops", "Marker", "Material", "Model", "ModelError", "Profile",
     "Section", "Sensor", "Solver", "Spring", "inertia_matrix", "load_model", "model_from_dict",
     "rotation_matrix", "validate",
 ]

@@ -216,6 +216,23 @@ class Joint:
     rotor_inertia: float = 0.0
 
 
+# joint types that can close a loop, with the constraints each imposes
+CUT_TYPES = ("revolute", "prismatic", "cylindrical", "spherical", "planar", "fixed")
+
+
+@dataclass
+class Loops:
+    """Kinematic loops: `cuts` are loop-closing joints between two markers (the joints of the
+    tree stay in `joints`); each adds its joint's constraints on the relative pose of the two
+    markers, enforced with Lagrange multipliers. `axis` is given in both marker frames (the
+    markers are defined so that the joint axis has the same components in each).
+    `independent`: joints whose coordinates are held at their q0 while the mechanism is assembled
+    from the other joints' approximate q0."""
+
+    cuts: list[Joint] = field(default_factory=list)
+    independent: list[str] = field(default_factory=list)
+
+
 @dataclass
 class Load:
     """point_force: force [N] and torque [N m] on `marker` of `body`, in `frame` (world or
@@ -304,6 +321,7 @@ class Model:
     joints: list[Joint] = field(default_factory=list)
     loads: list[Load] = field(default_factory=list)
     sensors: list[Sensor] = field(default_factory=list)
+    loops: Loops = field(default_factory=Loops)
     solver: Solver = field(default_factory=Solver)
     fmu: Export = field(default_factory=Export)
     source: Optional[str] = None

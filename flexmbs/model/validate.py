@@ -16,8 +16,8 @@ from typing import Any, Iterable, Optional, Sequence, get_args, get_type_hints
 
 import numpy as np
 
-from .elements import (GROUND, JOINT_NQ, JOINT_NV, Body, Damping, Drive, Export, Joint, Load,
-                       Marker, Material, Model, Parameter, Profile, Section, Sensor, Solver, Spring)
+from .elements import (CUT_TYPES, GROUND, JOINT_NQ, JOINT_NV, Body, Damping, Drive, Export, Joint, Load,
+                       Loops, Marker, Material, Model, Parameter, Profile, Section, Sensor, Solver, Spring)
 from .errors import Loc, Report, show, unknown
 from .paths import PathError, get_value, unit_of
 
@@ -273,6 +273,8 @@ class _Checker:
         if self.instance(("solver",), m.solver, Solver, "solver settings"):
             self.solver(("solver",), m.solver)
         self.tree(bodies, joints)
+        if self.instance(("loops",), m.loops, Loops, "loops (cuts, independent)"):
+            self.loops(("loops",), m.loops, joints)
         # parameter paths are resolved against the rest of the model, so only once it is sound
         if self.instance(("fmu",), m.fmu, Export, "FMU export settings"):
             self.export(("fmu",), m.fmu)
@@ -498,6 +500,36 @@ class _Checker:
                                                    f"inertia into the child body")
         if self.instance(loc + ("drive",), j.drive, Drive, "drive"):
             self.drive(loc + ("drive",), j.drive, j.type)
+
+    def loops(self, loc: Loc, lp: Loops, joints: list[tuple[int, Joint]]) -> None:
+        cuts = self.entries(loc + ("cuts",), lp.cuts, Joint)
+        self.names(loc + ("cuts",), cuts, "cut joint")
+        tree = {j.name: j for _, j in joints}
+        for i, cut in cuts:
+            at = loc + ("cuts", i)
+            if cut.name in tree:
+                self.add(at + ("name",), f"the name {cut.name!r} is taken by a joint of the tree")
+            for side in ("parent", "child"):
+                if self.body_ref(at + (side,), getattr(cut, side)):
+                    self.marker_ref(at + (side + "_marker",), getattr(cut, side), getattr(cut, side + "_marker"))
+            if not self.choice(at + ("type",), cut.type, CUT_TYPES):
+                continue
+            self.unit_axis(at + ("axis",), cut.axis)
+            if cut.parent == cut.child:
+                self.add(at + ("child",), f"a cut joint joins two different bodies; both sides are {cut.parent!r}")
+            for key in ("q0", "qd0", "spring", "rotor_inertia"):
+                if getattr(cut, key) not in ((), None, 0.0):
+                    self.add(at + (key,), f"a cut joint has no coordinates, so no {key}; its motion follows "
+                                          "from the tree joints")
+            if cut.drive.type != "passive":
+                self.add(at + ("drive",), "a cut joint cannot be driven; drive a joint of the tree")
+        for k, name in enumerate(lp.independent or ()):
+            if name not in tree:
+                self.add(loc + ("independent", k), unknown(f"joint {name!r}", name, tree, "joints of the tree"))
+            elif JOINT_NV.get(tree[name].type) not in (1, 2, 3) or tree[name].type == "spherical":
+                self.add(loc + ("independent", k), f"joint {name!r} ({tree[name].type}) has no plain coordinates "
+                                                   "to hold; choose a revolute, prismatic, cylindrical, universal "
+                                                   "or planar joint")
 
     def drive(self, loc: Loc, d: Drive, joint_type: str) -> None:
         if not self.choice(loc + ("type",), d.type, _DRIVE_FIELDS):

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..loops import project_positions, project_velocities
 from ..model.elements import METHODS
 from ..system import System, body_size
 from .common import DOPRI5, IMPLICIT, MESSAGES, OK, RK4, f_eval
@@ -80,6 +81,11 @@ class Stepper:
         self.fsal_valid = False
         self.nsteps = 0
         self.nrejected = 0
+        self.loops = None
+        if system.model.loops.cuts:
+            from ..loops import _free_columns, _Loops
+
+            self.loops, self.loop_free = _Loops(system), _free_columns(system, ())
 
     def reset(self) -> None:
         """Forget integrator memory (step-size history, FSAL stage)."""
@@ -109,3 +115,8 @@ class Stepper:
             self.nrejected += r
         if status != OK:
             raise SolverError(status, t_end)
+        if self.loops is not None:
+            # the index-1 equations drift off g = 0: project positions, then velocities
+            q, u = x[:self.system.nq], x[self.system.nq:]
+            project_positions(self.loops, q, u, self.loop_free)
+            project_velocities(self.loops, q, u, self.loop_free)

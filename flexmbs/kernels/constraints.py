@@ -1,0 +1,145 @@
+"""Loop-closing constraints g(q) = 0 of cut joints, their Jacobian G (dg/dt = G u) and the
+velocity-product term gam = -(dG/dt) u, and the constrained solve of the equations of motion
+
+    [M  G^T] [udot  ]   [Q  ]
+    [G   0 ] [lambda] = [gam]
+
+by the Schur complement: udot = M^-1 (Q - G^T lambda), (G M^-1 G^T) lambda = G M^-1 Q - gam.
+
+Each constraint row r joins marker a (the cut joint's parent side, frame A) and marker b (child
+side, frame B) with the joint frame E (columns e1, e2, e3 = the joint axis, the same in both
+marker frames). Row kinds: 0 = position, e_i^A . (r_b - r_a) = 0; 1 = alignment,
+e_i^A . e_j^B = 0 (world vectors e^A = A_a E e, e^B = A_b E e).
+"""
+
+import numpy as np
+from numba import njit
+
+from .kinematics import forward, marker_world
+from .linalg import chol_factor, chol_solve, dot
+from .rotations import JIT
+
+
+@njit(**JIT)
+def _cross(a, b, out):
+    out[0] = a[1] * b[2] - a[2] * b[1]
+    out[1] = a[2] * b[0] - a[0] * b[2]
+    out[2] = a[0] * b[1] - a[1] * b[0]
+
+
+@njit(**JIT)
+def constraint_rows(S, W, q, u, g, G, gam):
+    """Fill g (nc), G (nc x nv) and gam (nc) at (q, u), and W.c_dir: per row the world direction
+    of its reaction on the child side per unit multiplier (-e for a position row, e x f for an
+    alignment row); W must hold `forward` of (q, u)."""
+    ra, Aa, va, wa, Jva, Jwa, aa, ala = W.l_r, W.l_A, W.l_v, W.l_w, W.l_Jv, W.l_Jw, W.l_a, W.l_al
+    rb, Ab, vb, wb, Jvb, Jwb, ab, alb = W.l_r2, W.l_A2, W.l_v2, W.l_w2, W.l_Jv2, W.l_Jw2, W.c_a2, W.c_al2
+    e, f, t = W.c_e, W.c_f, W.c_t
+    d = W.k_d
+    dd = W.k_t3
+    ed = W.m_t1
+    fd = W.m_t2
+    nv = G.shape[1]
+    for r in range(S.cr_a.shape[0]):
+        marker_world(S, W, S.cr_a[r], q, u, ra, Aa, va, wa, Jva, Jwa, aa, ala, True)
+        marker_world(S, W, S.cr_b[r], q, u, rb, Ab, vb, wb, Jvb, Jwb, ab, alb, True)
+        E = S.cr_E[r]
+        i = S.cr_i[r]
+        for k in range(3):      # e = e_i of frame A in world, ed = its rate w_a x e
+            e[k] = Aa[k, 0] * E[0, i] + Aa[k, 1] * E[1, i] + Aa[k, 2] * E[2, i]
+        _cross(wa, e, ed)
+        if S.cr_kind[r] == 0:
+            for k in range(3):
+                d[k] = rb[k] - ra[k]
+                dd[k] = vb[k] - va[k]
+            g[r] = dot(e, d)
+            for k in range(3):
+                W.c_dir[r, k] = -e[k]
+            # dg/dt = e . (v_b - v_a) + (w_a x e) . d = e . (Jv_b - Jv_a) u + (e x d) . Jw_a u
+            _cross(e, d, t)
+            for c in range(nv):
+                G[r, c] = (e[0] * (Jvb[0, c] - Jva[0, c]) + e[1] * (Jvb[1, c] - Jva[1, c])
+                           + e[2] * (Jvb[2, c] - Jva[2, c]) + t[0] * Jwa[0, c] + t[1] * Jwa[1, c]
+                           + t[2] * Jwa[2, c])
+            # velocity-product part of d2g/dt2: 2 ed . dd + e . (a_b - a_a) + (al_a x e + w_a x ed) . d
+            _cross(ala, e, f)
+            _cross(wa, ed, t)
+            acc = 2.0 * dot(ed, dd)
+            for k in range(3):
+                acc += e[k] * (ab[k] - aa[k]) + (f[k] + t[k]) * d[k]
+            gam[r] = -acc
+        else:
+            j = S.cr_j[r]
+            for k in range(3):
+                f[k] = Ab[k, 0] * E[0, j] + Ab[k, 1] * E[1, j] + Ab[k, 2] * E[2, j]
+            _cross(wb, f, fd)
+            g[r] = dot(e, f)
+            # dg/dt = (e x f) . (w_a - w_b)
+            _cross(e, f, t)
+            for k in range(3):
+                W.c_dir[r, k] = t[k]
+            for c in range(nv):
+                G[r, c] = (t[0] * (Jwa[0, c] - Jwb[0, c]) + t[1] * (Jwa[1, c] - Jwb[1, c])
+                           + t[2] * (Jwa[2, c] - Jwb[2, c]))
+            # velocity-product part: (al_a x e + w_a x ed) . f + 2 ed . fd + e . (al_b x f + w_b x fd)
+            acc = 2.0 * dot(ed, fd)
+            _cross(ala, e, t)
+            acc += dot(t, f)
+            _cross(wa, ed, t)
+            acc += dot(t, f)
+            _cross(alb, f, t)
+            acc += dot(e, t)
+            _cross(wb, fd, t)
+            acc += dot(e, t)
+            gam[r] = -acc
+
+
+@njit(**JIT)
+def loop_state(S, W, q, u):
+    """Constraint residuals, Jacobian and velocity-product term at (q, u) into W.c_g, W.c_G,
+    W.c_gam (for projection and assembly, outside the equations of motion)."""
+    forward(S, W, q, u)
+    constraint_rows(S, W, q, u, W.c_g, W.c_G, W.c_gam)
+
+
+@njit(**JIT)
+def constrained_solve(S, W, udot):
+    """Given the factor W.L of the (drive-modified) mass matrix and udot = M^-1 Q, apply the
+    active loop constraints: rows W.c_G, W.c_gam (prescribed columns already moved to gam).
+    Leaves lambda in W.c_lam (0 for dropped rows). False if G M^-1 G^T is singular."""
+    nc = S.cr_a.shape[0]
+    nv = udot.shape[0]
+    G, X, Sc = W.c_G, W.c_X, W.c_S
+    for r in range(nc):
+        W.c_lam[r] = 0.0
+        if S.cr_on[r] == 0:
+            continue
+        for c in range(nv):
+            X[r, c] = G[r, c]
+        chol_solve(W.L, X[r])
+    # Schur complement of the active rows, and its right-hand side G udot - gam
+    na = 0
+    for r in range(nc):
+        if S.cr_on[r] == 0:
+            continue
+        nb = 0
+        for s in range(nc):
+            if S.cr_on[s] == 0:
+                continue
+            Sc[na, nb] = dot(G[r], X[s])
+            nb += 1
+        W.c_r[na] = dot(G[r], udot) - W.c_gam[r]
+        na += 1
+    if not chol_factor(Sc[:na, :na], W.c_LS[:na, :na]):
+        return False
+    lam = W.c_r[:na]
+    chol_solve(W.c_LS[:na, :na], lam)
+    k = 0
+    for r in range(nc):
+        if S.cr_on[r] == 0:
+            continue
+        W.c_lam[r] = lam[k]
+        for c in range(nv):
+            udot[c] -= X[r, c] * lam[k]
+        k += 1
+    return True

@@ -1,0 +1,184 @@
+"""Closed kinematic loops: the constraint rows of cut joints, assembly of consistent initial
+conditions, detection of redundant constraints, and projection of a state onto the
+constraint manifold.
+
+A cut joint between marker a (parent side) and marker b (child side) with joint frame E
+(e3 = its axis) constrains, per type, the offset r_b - r_a along e_i^A (position rows) and the
+alignment e_i^A . e_j^B (rotation rows):
+    revolute    e1, e2, e3 offsets; e3.e1', e3.e2'
+    prismatic   e1, e2 offsets;     e3.e1', e3.e2', e1.e2'   (slides along e3)
+    cylindrical e1, e2 offsets;     e3.e1', e3.e2'
+    spherical   e1, e2, e3 offsets
+    planar      e3 offset;          e3.e1', e3.e2'           (e3 the plane normal)
+    fixed       e1, e2, e3 offsets; e3.e1', e3.e2', e1.e2'
+The kernels (kernels/constraints.py) evaluate g, G = dg/du and the velocity-product term.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .model import Issue, Joint, ModelError
+
+if TYPE_CHECKING:
+    from .system import System
+
+POSITION, ALIGN = 0, 1
+ROWS = {
+    "revolute": ((POSITION, 0, 0), (POSITION, 1, 0), (POSITION, 2, 0), (ALIGN, 2, 0), (ALIGN, 2, 1)),
+    "prismatic": ((POSITION, 0, 0), (POSITION, 1, 0), (ALIGN, 2, 0), (ALIGN, 2, 1), (ALIGN, 0, 1)),
+    "cylindrical": ((POSITION, 0, 0), (POSITION, 1, 0), (ALIGN, 2, 0), (ALIGN, 2, 1)),
+    "spherical": ((POSITION, 0, 0), (POSITION, 1, 0), (POSITION, 2, 0)),
+    "planar": ((POSITION, 2, 0), (ALIGN, 2, 0), (ALIGN, 2, 1)),
+    "fixed": ((POSITION, 0, 0), (POSITION, 1, 0), (POSITION, 2, 0), (ALIGN, 2, 0), (ALIGN, 2, 1), (ALIGN, 0, 1)),
+}
+# position tolerance [m] and alignment tolerance [1] of an assembled or projected state
+TOL = 1e-11
+
+
+def joint_frame(axis: Sequence[float]) -> np.ndarray:
+    """E = [e1 e2 e3] with e3 along `axis` and e1, e2 completing a right-handed frame."""
+    e3 = np.asarray(axis, float) / np.linalg.norm(axis)
+    helper = np.eye(3)[int(np.argmin(np.abs(e3)))]
+    e1 = np.cross(helper, e3)
+    e1 /= np.linalg.norm(e1)
+    return np.column_stack([e1, np.cross(e3, e1), e3])
+
+
+def row_names(cut: Joint) -> list[str]:
+    """Names of the constraint rows of a cut joint, e.g. `pin: offset e1`, `pin: tilt e3.e1'`."""
+    return [f"{cut.name}: offset e{i + 1}" if kind == POSITION else f"{cut.name}: tilt e{i + 1}.e{j + 1}'"
+            for kind, i, j in ROWS[cut.type]]
+
+
+def cut_rows(cuts: Sequence[Joint], markers: dict[str, int]) -> dict[str, np.ndarray]:
+    """The constraint-row arrays of the kernels (cr_*), all rows in use."""
+    rows = [(markers[f"{c.parent}.{c.parent_marker}"], markers[f"{c.child}.{c.child_marker}"], kind, i, j,
+             joint_frame(c.axis)) for c in cuts for kind, i, j in ROWS[c.type]]
+    n = len(rows)
+    ints = lambda k: np.array([r[k] for r in rows], np.int64)  # noqa: E731
+    return {"cr_a": ints(0), "cr_b": ints(1), "cr_kind": ints(2), "cr_i": ints(3), "cr_j": ints(4),
+            "cr_E": np.array([r[5] for r in rows], float).reshape(n, 3, 3), "cr_on": np.ones(n, np.int64)}
+
+
+class _Loops:
+    """Evaluates the loop constraints of a System at a state (one workspace)."""
+
+    def __init__(self, system: System) -> None:
+        from .kernels.constraints import loop_state
+        from .kernels.dynamics import qdot_of
+        from .kernels.structs import box, make_workspace
+
+        self.system = system
+        self.S = system.ref
+        self.work = make_workspace(system.arrays)     # shared with the boxed copy the kernels see
+        self.Wr = box(self.work)
+        self._state, self._qdot = loop_state, qdot_of
+        self.on = system.arrays.cr_on
+
+    def eval(self, q: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(g, G) of the rows in use at (q, u)."""
+        self._state(self.S, self.Wr, q, u)
+        active = self.on.astype(bool)
+        return self.work.c_g[active].copy(), self.work.c_G[active].copy()
+
+    def step_q(self, q: np.ndarray, du: np.ndarray) -> None:
+        """q <- q (+) du, du a change in velocity coordinates (quaternions turned and renormalised)."""
+        qd = np.zeros_like(q)
+        self._qdot(self.S, q, du, qd)
+        q += qd
+        for k in self.system.arrays.quat_q:
+            if k >= 0:
+                q[k:k + 4] /= np.linalg.norm(q[k:k + 4])
+
+
+def _free_columns(system: System, held: Sequence[str]) -> np.ndarray:
+    """Mask of the velocity coordinates that may move: not prescribed, not in `held` joints."""
+    from .kernels.dynamics import MOTION
+
+    free = system.arrays.drive != MOTION
+    for name in held:
+        u0, n = system.joint_u[name]
+        free[u0:u0 + n] = False
+    return free
+
+
+def project_positions(loops: _Loops, q: np.ndarray, u: np.ndarray, free: np.ndarray,
+                      max_iter: int = 30) -> float:
+    """Newton with least-norm steps on the free coordinates until |g| <= TOL; returns |g|."""
+    for _ in range(max_iter):
+        g, G = loops.eval(q, u)
+        err = float(np.max(np.abs(g), initial=0.0))
+        if err <= TOL:
+            return err
+        Gf = G[:, free]
+        dz = -np.linalg.lstsq(Gf, g, rcond=None)[0]
+        du = np.zeros(u.size)
+        du[free] = dz
+        loops.step_q(q, du)
+    g, _ = loops.eval(q, u)
+    return float(np.max(np.abs(g), initial=0.0))
+
+
+def project_velocities(loops: _Loops, q: np.ndarray, u: np.ndarray, free: np.ndarray) -> None:
+    """u <- the nearest velocities (in the free coordinates) with G u = 0."""
+    _, G = loops.eval(q, u)
+    Gf = G[:, free]
+    u[free] -= np.linalg.lstsq(Gf, G @ u, rcond=None)[0] if Gf.size else 0.0
+
+
+def assemble(system: System) -> None:
+    """Make system.q0, u0 satisfy the loop constraints: Newton from the model's approximate q0
+    with the `independent` joints (and prescribed ones) held; drop dependent constraint rows
+    (rank of G by a pivoted QR), recorded in system.loop_redundant. Raises ModelError naming the
+    cut whose loop cannot close and by how much."""
+    from scipy.linalg import qr
+
+    from .kernels.dynamics import apply_prescribed
+
+    loops = _Loops(system)
+    model = system.model
+    free = _free_columns(system, model.loops.independent)
+    q, u = system.q0.copy(), system.u0.copy()
+    apply_prescribed(system.ref, 0.0, q, u, system.input_defaults, np.zeros(u.size))
+    # rank with all rows at the approximate pose, then again once assembled
+    for _ in range(2):
+        err = project_positions(loops, q, u, free)
+        _, G = loops.eval(q, u)
+        _drop_dependent(system, G, qr)
+    if err > TOL:
+        g_all, _ = _all_rows(loops, q, u)
+        worst = int(np.argmax(np.abs(g_all)))
+        row = system.loop_rows[worst]
+        k = next(i for i, c in enumerate(model.loops.cuts) if row.startswith(f"{c.name}:"))
+        unit = "m" if "offset" in row else "of a unit vector"
+        held = ", ".join(model.loops.independent) or "no joint"
+        raise ModelError([Issue(f"loops.cuts[{k}] {model.loops.cuts[k].name!r}",
+                                f"the loop cannot close: after assembly with {held} held, its constraint "
+                                f"'{row}' is off by {abs(g_all[worst]):.3g} ({unit}); check the link lengths, the "
+                                "cut's markers and the joints' approximate q0", file=model.source)])
+    project_velocities(loops, q, u, free)
+    system.q0[:] = q
+    system.u0[:] = u
+
+
+def _all_rows(loops: _Loops, q: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    loops._state(loops.S, loops.Wr, q, u)
+    return loops.work.c_g.copy(), loops.work.c_G.copy()
+
+
+def _drop_dependent(system: System, G_active: np.ndarray, qr) -> None:
+    """Keep a maximal independent set of the rows in use (pivoted QR of G^T)."""
+    on = system.arrays.cr_on
+    rows = np.nonzero(on)[0]
+    if rows.size == 0:
+        return
+    _, R, piv = qr(G_active.T, mode="economic", pivoting=True)
+    diag = np.abs(np.diag(R))
+    rank = int(np.sum(diag > 1e-9 * max(diag[0], 1e-300)))
+    dropped = rows[piv[rank:]]
+    on[dropped] = 0
+    system.loop_redundant.extend(system.loop_rows[k] for k in dropped)
