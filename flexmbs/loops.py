@@ -85,6 +85,11 @@ class _Loops:
         active = self.on.astype(bool)
         return self.work.c_g[active].copy(), self.work.c_G[active].copy()
 
+    def residual(self, q: np.ndarray, u: np.ndarray) -> float:
+        """Largest residual of every row, the dropped redundant ones included [m or 1]."""
+        self._state(self.S, self.Wr, q, u)
+        return float(np.max(np.abs(self.work.c_g), initial=0.0))
+
     def step_q(self, q: np.ndarray, du: np.ndarray) -> None:
         """q <- q (+) du, du a change in velocity coordinates (quaternions turned and renormalised)."""
         qd = np.zeros_like(q)
@@ -149,8 +154,9 @@ def assemble(system: System) -> None:
         err = project_positions(loops, q, u, free)
         _, G = loops.eval(q, u)
         _drop_dependent(system, G, qr)
-    if err > TOL:
-        g_all, _ = _all_rows(loops, q, u)
+    if err > TOL or loops.residual(q, u) > TOL:
+        loops.residual(q, u)
+        g_all = loops.work.c_g.copy()
         worst = int(np.argmax(np.abs(g_all)))
         row = system.loop_rows[worst]
         k = next(i for i, c in enumerate(model.loops.cuts) if row.startswith(f"{c.name}:"))
@@ -163,11 +169,6 @@ def assemble(system: System) -> None:
     project_velocities(loops, q, u, free)
     system.q0[:] = q
     system.u0[:] = u
-
-
-def _all_rows(loops: _Loops, q: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    loops._state(loops.S, loops.Wr, q, u)
-    return loops.work.c_g.copy(), loops.work.c_G.copy()
 
 
 def _drop_dependent(system: System, G_active: np.ndarray, qr) -> None:

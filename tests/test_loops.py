@@ -138,3 +138,108 @@ def test_reactions_at_the_cut_obey_newton_on_the_child_body() -> None:
     moment = arm[:, 0] * res["rocker_pin.force[2]"] - arm[:, 1] * res["rocker_pin.force[1]"]
     assert np.max(np.abs(i_pivot * res["rocker.qdd"] - moment)) < 1e-8 * np.max(np.abs(moment))
     assert np.max(res["rocker_pin.gap"]) < 1e-10 and np.max(res["rocker_pin.tilt"]) < 1e-10
+
+
+def dh(theta: float, a: float, alpha: float) -> np.ndarray:
+    """Denavit-Hartenberg transform Rot_z(theta) Trans_x(a) Rot_x(alpha) (4 x 4)."""
+    ct, st, ca, sa = math.cos(theta), math.sin(theta), math.cos(alpha), math.sin(alpha)
+    return np.array([[ct, -st * ca, st * sa, a * ct], [st, ct * ca, -ct * sa, a * st], [0, sa, ca, 0], [0, 0, 0, 1]])
+
+
+def test_bricard_has_one_redundant_constraint_and_moves_with_one_dof() -> None:
+    """The trihedral Bricard 6R loop: by count 0 DOF, in fact 1. Exactly one of the cut's rows is
+    redundant; the motion stays on the symmetric branch theta1 = theta3 = theta5,
+    theta2 = theta4 with cos t1 + cos t2 + cos t1 cos t2 = 0, whose poses close the
+    Denavit-Hartenberg loop product (computed here from the link parameters); the energy of
+    the undamped linkage stays constant over 10 s."""
+    model = flexmbs.load_model(MODELS / "bricard.yaml")
+    system = compile_model(model)
+    assert system.loop_redundant == ["j6: offset e3"]
+    res = flexmbs.simulate(model, 10.0, output_step=0.01)
+    t1, t2 = res["j1.q"], res["j2.q"]
+    assert np.ptp(t1) > 0.5                                       # it moved
+    for a, b in (("j1", "j3"), ("j1", "j5"), ("j2", "j4")):
+        assert np.max(np.abs(res[f"{a}.q"] - res[f"{b}.q"])) < 1e-9
+    c1, c2 = np.cos(t1), np.cos(t2)
+    assert np.max(np.abs(c1 + c2 + c1 * c2)) < 1e-9
+    twists = [math.pi / 2, 3 * math.pi / 2] * 3
+    for k in range(0, t1.size, 97):
+        T = np.eye(4)
+        for i in range(6):
+            T = T @ dh(t1[k] if i % 2 == 0 else t2[k], 0.3, twists[i])
+        assert np.allclose(T, np.eye(4), atol=1e-9)
+    e = res["energy.total"]
+    assert np.max(np.abs(e - e[0])) < 1e-8 * e[0]
+
+
+def test_bricard_past_its_bifurcation_stops_with_a_clear_error() -> None:
+    """Without the spring the linkage runs to the end of its branch (theta1 = 2 pi/3), where the
+    dropped row becomes independent: a SolverError that says so, not a broken loop."""
+    from flexmbs.solvers.stepper import SolverError
+
+    model = flexmbs.load_model(MODELS / "bricard.yaml")
+    model.joint("j1").spring = None
+    with pytest.raises(SolverError, match="loop constraints could not be restored .*bifurcation"):
+        flexmbs.simulate(model, 10.0, output_step=0.05)
+
+
+def crank_rocker(E: float = 2.07e11, modes: int = 3):
+    """He's crank-rocker (flexible steel coupler in the loop) with its crank spun up smoothly to
+    30 rad/s in 0.2 s (seed 004's spin-up law)."""
+    model = flexmbs.load_model(MODELS / "he_crank_rocker.yaml")
+    model.joint("crank").drive = Drive("motion", profile=Profile("spin_up", omega_s=30.0, t_s=0.2))
+    coupler = model.body("coupler")
+    coupler.material.E, coupler.material.G, coupler.modes = E, E / 2.6, modes
+    return model
+
+
+def midspan(res) -> np.ndarray:
+    """Coupler midpoint's distance from the chord between its ends [m] (sensors pin, mid, end)."""
+    chord = np.column_stack([res["end.r[1]"] - res["pin.r[1]"], res["end.r[2]"] - res["pin.r[2]"]])
+    arm = np.column_stack([res["mid.r[1]"] - res["pin.r[1]"], res["mid.r[2]"] - res["pin.r[2]"]])
+    return (chord[:, 0] * arm[:, 1] - chord[:, 1] * arm[:, 0]) / np.linalg.norm(chord, axis=1)
+
+
+def test_stiff_flexible_coupler_tends_to_the_rigid_crank_rocker() -> None:
+    """Raising the coupler's E tenfold divides its bending by ten (quasi-static inertia loads)
+    and brings the rocker angle to the rigid closed form (Freudenstein) of the same crank angle."""
+    errors, bends = [], []
+    for factor in (1.0, 10.0, 100.0):
+        res = flexmbs.simulate(crank_rocker(E=2.07e11 * factor), 0.4, output_step=1e-3, rtol=1e-9)
+        errors.append(np.max(np.abs(res["rocker.q"] - freudenstein(res["crank.q"]))))
+        bends.append(np.max(np.abs(midspan(res))))
+        assert np.max(res["rocker_pin.gap"]) < 1e-10
+    assert bends[0] > 2e-4
+    assert bends[1] / bends[0] == pytest.approx(0.1, rel=0.02) and bends[2] / bends[1] == pytest.approx(0.1, rel=0.02)
+    assert errors[2] < 1e-9 and errors[0] / errors[1] > 50 and errors[1] / errors[2] > 50
+
+
+def test_flexible_coupler_converges_with_modes_and_step_size() -> None:
+    """Midspan bending against the number of coupler modes (3 keeps two in-plane modes): 5 and 7
+    modes agree to 1.5e-6 m, closer than 3 and 7; and fixed-step RK4 converges at 4th order."""
+    bend = {m: np.max(np.abs(midspan(flexmbs.simulate(crank_rocker(modes=m), 0.4, output_step=1e-3, rtol=1e-9))))
+            for m in (3, 5, 7)}
+    assert abs(bend[5] - bend[7]) < 1.5e-6 < abs(bend[3] - bend[7])
+    assert abs(bend[3] - bend[7]) < 0.03 * bend[7]
+    ref = midspan(flexmbs.simulate(crank_rocker(), 0.4, output_step=1e-3, rtol=1e-11))
+    errors = [np.max(np.abs(midspan(flexmbs.simulate(crank_rocker(), 0.4, output_step=1e-3, method="rk4", step=h))
+                            - ref)) for h in (1e-3, 5e-4, 2.5e-4)]
+    order = np.log2(np.array(errors[:-1]) / np.array(errors[1:]))
+    assert np.all((order > 3.5) & (order < 4.5)), (errors, order)
+
+
+def test_loop_models_run_as_fmus_like_simulate(fmu_path) -> None:
+    """The slider-crank FMU (built and validated with the others) reproduces flexmbs.simulate,
+    the cut joint's reaction and gap included; the reaction is declared with the accelerations."""
+    from fmpy import read_model_description, simulate_fmu
+
+    path = fmu_path("slider_crank")
+    md = read_model_description(path)
+    units = {v.name: v.unit for v in md.modelVariables}
+    assert units["wrist.force[1]"] == "N" and units["wrist.gap"] == "m" and units["wrist.torque[3]"] == "N.m"
+    names = ["slide.q", "slide.qd", "wrist.force[1]", "wrist.gap", "crank.tau"]
+    fmu = simulate_fmu(path, stop_time=0.3, output_interval=0.005, output=names)
+    direct = flexmbs.simulate(flexmbs.load_model(MODELS / "slider_crank.yaml"), 0.3, output_step=0.005)
+    for name in names[:3] + names[4:]:
+        assert np.max(np.abs(fmu[name] - direct[name])) <= 1e-9 * max(1.0, np.max(np.abs(direct[name]))), name
+    assert np.max(fmu["wrist.gap"]) < 1e-10

@@ -6,7 +6,7 @@ from numba import njit
 from ..kernels.dynamics import normalize_quaternions, rhs
 from ..kernels.rotations import JIT
 
-OK, SINGULAR, STEP_TOO_SMALL, NOT_FINITE, NEWTON_FAILED, DIVERGED = 0, 1, 2, 3, 4, 5
+OK, SINGULAR, STEP_TOO_SMALL, NOT_FINITE, NEWTON_FAILED, DIVERGED, LOOP_OPEN = 0, 1, 2, 3, 4, 5, 6
 MESSAGES = {
     OK: "ok",
     SINGULAR: "the mass matrix became singular or indefinite",
@@ -15,6 +15,8 @@ MESSAGES = {
     NEWTON_FAILED: "Newton iterations did not converge even at the minimum step size",
     DIVERGED: "an elastic deflection exceeded the size of its body: the solution diverged (a body "
               "spinning faster than its first bending frequency without geometric stiffening does this)",
+    LOOP_OPEN: "the loop constraints could not be restored after the step: the mechanism reached a singular "
+               "pose (a dead point of the cut rows kept, or a bifurcation of a redundant loop)",
 }
 RK4, DOPRI5, IMPLICIT = 0, 1, 2
 

@@ -7,10 +7,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..loops import TOL as LOOP_TOL
 from ..loops import project_positions, project_velocities
 from ..model.elements import METHODS
 from ..system import System, body_size
-from .common import DOPRI5, IMPLICIT, MESSAGES, OK, RK4, f_eval
+from .common import DOPRI5, IMPLICIT, LOOP_OPEN, MESSAGES, OK, RK4, f_eval
 from .explicit import dopri5_advance, rk4_advance
 from .implicit import trbdf2_advance
 
@@ -119,4 +120,8 @@ class Stepper:
             # the index-1 equations drift off g = 0: project positions, then velocities
             q, u = x[:self.system.nq], x[self.system.nq:]
             project_positions(self.loops, q, u, self.loop_free)
+            # the dropped rows too: past a bifurcation a redundant row can become independent
+            residual = self.loops.residual(q, u)
+            if residual > 1e3 * LOOP_TOL:
+                raise SolverError(LOOP_OPEN, t_end, f" (largest constraint residual {residual:.3g})")
             project_velocities(self.loops, q, u, self.loop_free)
