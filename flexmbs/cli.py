@@ -391,6 +391,14 @@ def check_command(model_file: str) -> None:
                      else f"{ld.marker_a} - {ld.marker_b}, k {_fmt(ld.stiffness)} N/m, "
                           f"c {_fmt(ld.damping)} N s/m, rest length {_fmt(ld.rest_length)} m")
             click.echo(f"  {label}: {ld.type} {where}")
+    if model.loops.cuts:
+        held = ", ".join(model.loops.independent) or "none"
+        click.echo(f"loops ({len(model.loops.cuts)} cut joints, assembled with {held} held):")
+        for cut in model.loops.cuts:
+            click.echo(f"  {cut.name}: {cut.type} {cut.parent}.{cut.parent_marker} -> {cut.child}.{cut.child_marker}, "
+                       f"axis {list(cut.axis)}")
+        redundant = ", ".join(system.loop_redundant) or "none"
+        click.echo(f"  {len(system.loop_rows)} constraint rows; redundant, dropped: {redundant}")
 
     click.echo(f"inputs ({len(system.inputs)}):")
     for name, default in zip(system.inputs, system.input_defaults):

@@ -295,3 +295,14 @@ def test_the_model_file_reference_example_is_valid(tmp_path: Path) -> None:
     for name in ("shoulder.tau (default 0)", "link2: eta[1..4] [1], tip_deflection[1..3] [m]",
                  "tip: r[1..3] [m]"):
         assert name in result.stdout
+
+
+def test_check_lists_loops_and_their_redundant_rows() -> None:
+    result = run("check", str(Path(PENDULUM).parent / "four_bar.yaml"))
+    assert result.exit_code == 0, result.stderr
+    out = result.stdout
+    assert "loops (1 cut joints, assembled with crank held):" in out
+    assert "rocker_pin: revolute coupler.end -> rocker.tip" in out
+    assert "5 constraint rows; redundant, dropped: rocker_pin: offset e3, rocker_pin: tilt e3.e1', " \
+           "rocker_pin: tilt e3.e2'" in out
+    assert "rocker_pin: gap [m]" in out or "rocker_pin: gap" in out
