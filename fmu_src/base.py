@@ -17,6 +17,7 @@ from __future__ import annotations
 import copy
 import json
 import logging
+import math
 from typing import Any, Callable
 
 from pythonfmu import Fmi2Slave
@@ -27,6 +28,24 @@ from .variables import Variable
 
 # See keep_alive.
 _PINNED: list[dict] = []
+
+
+class StepRefused(Exception):
+    """A step that cannot be taken; the message says why."""
+
+
+def check_step(runner: Any, t: float, h: float) -> None:
+    """The refusals every FMU shares, before a step from t [s] by h [s]: a failed configuration
+    (`runner.failure`), inputs refused as NaN (`runner.input_error`), a bad step size or a step
+    that does not start at the runner's time `runner.t`."""
+    if runner.failure:
+        raise StepRefused(runner.failure)
+    if runner.input_error:
+        raise StepRefused("; ".join(runner.input_error.values()))
+    if not math.isfinite(h) or h < 0.0:
+        raise StepRefused(f"communication step size {h!r} is not a finite non-negative number")
+    if abs(t - runner.t) > 1e-9 * max(1.0, abs(runner.t)):
+        raise StepRefused(f"the step starts at t = {t!r} s but the FMU is at t = {runner.t!r} s")
 
 
 def keep_alive(module_globals: dict) -> None:
@@ -44,8 +63,9 @@ _LEVELS = {Fmi2Status.ok: logging.DEBUG, Fmi2Status.warning: logging.WARNING,
 
 
 class GuardedSlave(Fmi2Slave):
-    """Subclasses implement `initialize()`, `step(t, h) -> bool`, `save() -> dict` and
-    `restore(dict)`, and set STATE_FORMAT (a name unique to the kind of FMU and its interface)."""
+    """Subclasses set `runner` (the running model: `step(t, h)` raising StepRefused, `save()`,
+    `restore(dict)`), implement `initialize()`, and set STATE_FORMAT (a name unique to the kind of
+    FMU and its interface)."""
 
     STATE_FORMAT = "flexmbs"
     STATE_VERSION = 1
@@ -85,17 +105,24 @@ class GuardedSlave(Fmi2Slave):
 
     # ---------------------------------------------------------------- to implement
 
+    runner: Any = None
+
     def initialize(self) -> None:
         raise NotImplementedError
 
     def step(self, t: float, h: float) -> bool:
-        raise NotImplementedError
+        try:
+            self.runner.step(t, h)
+        except StepRefused as err:
+            self.report(f"step from t = {t:.9g} s to {t + h:.9g} s not taken: {err}")
+            return False
+        return True
 
     def save(self) -> dict:
-        raise NotImplementedError
+        return self.runner.save()
 
     def restore(self, data: dict) -> None:
-        raise NotImplementedError
+        self.runner.restore(data)
 
     # ---------------------------------------------------------------- guarded FMI entry points
 

@@ -15,12 +15,8 @@ from typing import ClassVar
 
 from pythonfmu.enums import Fmi2Status
 
-from .base import GuardedSlave
+from .base import GuardedSlave, StepRefused, check_step
 from .variables import Variable, digest
-
-
-class StepRefused(Exception):
-    """A step that cannot be taken; the message says why."""
 
 
 class Component:
@@ -107,14 +103,7 @@ class Component:
 
     def step(self, t: float, h: float) -> None:
         """Advance from t to t + h [s]. Raises StepRefused (state kept at t) with the reason."""
-        if self.failure:
-            raise StepRefused(self.failure)
-        if self.input_error:
-            raise StepRefused("; ".join(self.input_error.values()))
-        if not math.isfinite(h) or h < 0.0:
-            raise StepRefused(f"communication step size {h!r} is not a finite non-negative number")
-        if abs(t - self.t) > 1e-9 * max(1.0, abs(self.t)):
-            raise StepRefused(f"the step starts at t = {t!r} s but the FMU is at t = {self.t!r} s")
+        check_step(self, t, h)
         if not self.initialized:
             raise StepRefused("doStep before the end of initialisation")
         self.advance(self.t, h)
@@ -159,7 +148,7 @@ class ComponentSlave(GuardedSlave):
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
-        self.block = self.component()
+        self.block = self.runner = self.component()
         if self.interface_digest and component_digest(self.component) != self.interface_digest:
             raise RuntimeError(f"the {self.component.NAME} block in this process has another interface than "
                                "the one this FMU was built with; rebuild the FMU")
@@ -181,20 +170,6 @@ class ComponentSlave(GuardedSlave):
     def initialize(self) -> None:
         self.block.initialize(self.start_time)
         self.report(f"initialised at t = {self.start_time} s", Fmi2Status.ok)
-
-    def step(self, t: float, h: float) -> bool:
-        try:
-            self.block.step(t, h)
-        except StepRefused as err:
-            self.report(f"step from t = {t:.9g} s to {t + h:.9g} s not taken: {err}")
-            return False
-        return True
-
-    def save(self) -> dict:
-        return self.block.save()
-
-    def restore(self, data: dict) -> None:
-        self.block.restore(data)
 
 
 def component_digest(component: type[Component]) -> str:

@@ -25,16 +25,12 @@ from flexmbs.system import System, compile_model
 
 from pythonfmu.enums import Fmi2Status
 
-from .base import GuardedSlave
+from .base import GuardedSlave, StepRefused, check_step
 from .interface import MODEL, SOLVER, START, Interface, plant_interface
 
 # Compiled systems of this process by (model digest, model parameter values): a reset or a
 # second instance with the same parameters does not compile again.
 _SYSTEMS: dict[tuple, System] = {}
-
-
-class StepRefused(Exception):
-    """A step that cannot be taken; the message says why."""
 
 
 class Plant:
@@ -150,14 +146,7 @@ class Plant:
     def step(self, t: float, h: float) -> None:
         """Advance from t to t + h [s] with the inputs held. Raises StepRefused with the reason
         (the state stays at t) for a NaN input, a diverging solver or a time mismatch."""
-        if self.failure:
-            raise StepRefused(self.failure)
-        if self.input_error:
-            raise StepRefused("; ".join(self.input_error.values()))
-        if not h >= 0.0 or not math.isfinite(h):
-            raise StepRefused(f"communication step size {h!r} is not a finite non-negative number")
-        if abs(t - self.t) > 1e-9 * max(1.0, abs(self.t)):
-            raise StepRefused(f"the step starts at t = {t!r} s but the FMU is at t = {self.t!r} s")
+        check_step(self, t, h)
         if h == 0.0:
             return
         if self.stale:
@@ -214,7 +203,7 @@ class PlantSlave(GuardedSlave):
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         path = Path(self.resources or ".") / self.model_file
-        self.plant = Plant(load_model(path))
+        self.plant = self.runner = Plant(load_model(path))
         itf = self.plant.interface
         if self.interface_digest and itf.digest() != self.interface_digest:
             raise RuntimeError(f"flexmbs {flexmbs.__version__} in this process gives model {path.name} another "
@@ -253,18 +242,3 @@ class PlantSlave(GuardedSlave):
         self.plant.initialize(self.start_time)
         self.report(f"initialised at t = {self.start_time} s: {len(self.plant.system.inputs)} inputs, "
                     f"solver {self.plant.settings.method}", Fmi2Status.ok)
-
-    def step(self, t: float, h: float) -> bool:
-        try:
-            self.plant.step(t, h)
-        except StepRefused as err:
-            self.report(f"step from t = {t:.9g} s to {t + h:.9g} s not taken: {err}")
-            return False
-        return True
-
-    def save(self) -> dict:
-        return self.plant.save()
-
-    def restore(self, data: dict) -> None:
-        self.plant.restore(data)
-

@@ -323,9 +323,10 @@ def tune(design: ServoDesign, fmu_dir: str | Path, start: dict[str, dict[str, fl
                 print(f"  evaluation {len(history):3d}: objective {value:.5g}")
             return value
 
-        res = minimize(cost, x0, method="Nelder-Mead",
-                       options={"maxfev": max_evaluations, "xatol": 1e-3, "fatol": 1e-6, "initial_simplex":
-                                np.vstack([x0] + [x0 + 0.3 * np.eye(len(x0))[i] for i in range(len(x0))])})
+        # the best point is taken from the history, which also holds the start
+        minimize(cost, x0, method="Nelder-Mead",
+                 options={"maxfev": max_evaluations, "xatol": 1e-3, "fatol": 1e-6, "initial_simplex":
+                          np.vstack([x0] + [x0 + 0.3 * np.eye(len(x0))[i] for i in range(len(x0))])})
     best = min(history, key=lambda h: h[1])
     return Tuning(best[0], best[1], history[0][1], history)
 

@@ -12,19 +12,11 @@ marker frames). Row kinds: 0 = position, e_i^A . (r_b - r_a) = 0; 1 = alignment,
 e_i^A . e_j^B = 0 (world vectors e^A = A_a E e, e^B = A_b E e).
 """
 
-import numpy as np
 from numba import njit
 
 from .kinematics import forward, marker_world
 from .linalg import chol_factor, chol_solve, dot
-from .rotations import JIT
-
-
-@njit(**JIT)
-def _cross(a, b, out):
-    out[0] = a[1] * b[2] - a[2] * b[1]
-    out[1] = a[2] * b[0] - a[0] * b[2]
-    out[2] = a[0] * b[1] - a[1] * b[0]
+from .rotations import JIT, cross
 
 
 @njit(**JIT)
@@ -47,7 +39,7 @@ def constraint_rows(S, W, q, u, g, G, gam):
         i = S.cr_i[r]
         for k in range(3):      # e = e_i of frame A in world, ed = its rate w_a x e
             e[k] = Aa[k, 0] * E[0, i] + Aa[k, 1] * E[1, i] + Aa[k, 2] * E[2, i]
-        _cross(wa, e, ed)
+        cross(wa, e, ed)
         if S.cr_kind[r] == 0:
             for k in range(3):
                 d[k] = rb[k] - ra[k]
@@ -56,14 +48,14 @@ def constraint_rows(S, W, q, u, g, G, gam):
             for k in range(3):
                 W.c_dir[r, k] = -e[k]
             # dg/dt = e . (v_b - v_a) + (w_a x e) . d = e . (Jv_b - Jv_a) u + (e x d) . Jw_a u
-            _cross(e, d, t)
+            cross(e, d, t)
             for c in range(nv):
                 G[r, c] = (e[0] * (Jvb[0, c] - Jva[0, c]) + e[1] * (Jvb[1, c] - Jva[1, c])
                            + e[2] * (Jvb[2, c] - Jva[2, c]) + t[0] * Jwa[0, c] + t[1] * Jwa[1, c]
                            + t[2] * Jwa[2, c])
             # velocity-product part of d2g/dt2: 2 ed . dd + e . (a_b - a_a) + (al_a x e + w_a x ed) . d
-            _cross(ala, e, f)
-            _cross(wa, ed, t)
+            cross(ala, e, f)
+            cross(wa, ed, t)
             acc = 2.0 * dot(ed, dd)
             for k in range(3):
                 acc += e[k] * (ab[k] - aa[k]) + (f[k] + t[k]) * d[k]
@@ -72,10 +64,10 @@ def constraint_rows(S, W, q, u, g, G, gam):
             j = S.cr_j[r]
             for k in range(3):
                 f[k] = Ab[k, 0] * E[0, j] + Ab[k, 1] * E[1, j] + Ab[k, 2] * E[2, j]
-            _cross(wb, f, fd)
+            cross(wb, f, fd)
             g[r] = dot(e, f)
             # dg/dt = (e x f) . (w_a - w_b)
-            _cross(e, f, t)
+            cross(e, f, t)
             for k in range(3):
                 W.c_dir[r, k] = t[k]
             for c in range(nv):
@@ -83,13 +75,13 @@ def constraint_rows(S, W, q, u, g, G, gam):
                            + t[2] * (Jwa[2, c] - Jwb[2, c]))
             # velocity-product part: (al_a x e + w_a x ed) . f + 2 ed . fd + e . (al_b x f + w_b x fd)
             acc = 2.0 * dot(ed, fd)
-            _cross(ala, e, t)
+            cross(ala, e, t)
             acc += dot(t, f)
-            _cross(wa, ed, t)
+            cross(wa, ed, t)
             acc += dot(t, f)
-            _cross(alb, f, t)
+            cross(alb, f, t)
             acc += dot(e, t)
-            _cross(wb, fd, t)
+            cross(wb, fd, t)
             acc += dot(e, t)
             gam[r] = -acc
 
