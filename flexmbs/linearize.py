@@ -364,6 +364,9 @@ def linearize(model_or_system: Model | System, *, t: float = 0.0, x: np.ndarray 
     rate first (as in equilibrium).
     """
     system = _system_of(model_or_system, spin)
+    if system.model.loops.cuts:
+        raise ValueError(f"linearize: model {system.model.name!r} has closed loops (loops.cuts); its joint "
+                         "coordinates are not independent, and the reduction to independent ones is not built yet")
     coords = _Coordinates(system)
     x_ref = _reference_state(system, x)
     u_ref = _input_vector(system, inputs)

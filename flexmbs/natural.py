@@ -87,6 +87,18 @@ class _Natural:
         for name in self.bodies:
             if model.body(name).type != "rigid":
                 raise ValueError(f"natural coordinates: body {name} is {model.body(name).type}; only rigid bodies")
+        for j in model.joints:
+            unsupported = [what for what, present in (
+                ("a spring", j.spring is not None), ("rotor inertia", bool(j.rotor_inertia)),
+                (f"a {j.drive.type} drive", j.drive.type not in ("passive", "motion")),
+                ("a motion drive on a non-revolute joint", j.drive.type == "motion" and j.type != "revolute"))
+                if present]
+            if unsupported:
+                raise ValueError(f"natural coordinates: joint {j.name} has {', '.join(unsupported)}, which this "
+                                 "formulation does not model")
+        if model.loads:
+            raise ValueError(f"natural coordinates: loads ({', '.join(ld.name or ld.type for ld in model.loads)}) are "
+                             "not modelled in this formulation")
         self.index = {b: 12 * i for i, b in enumerate(self.bodies)}
         n = self.n = 12 * len(self.bodies)
         g = np.asarray(model.gravity, float)

@@ -58,3 +58,10 @@ def test_bricard_agrees() -> None:
 def test_natural_coordinates_refuse_what_they_do_not_model() -> None:
     with pytest.raises(ValueError, match="natural coordinates: body coupler is beam; only rigid bodies"):
         simulate_natural(flexmbs.load_model(MODELS / "he_crank_rocker.yaml"), 0.1)
+
+
+def test_natural_coordinates_refuse_springs_and_loads() -> None:
+    """The shipped Bricard has a joint spring the natural formulation does not model: refused,
+    not silently dropped."""
+    with pytest.raises(ValueError, match="joint j1 has a spring, which this formulation does not model"):
+        simulate_natural(flexmbs.load_model(MODELS / "bricard.yaml"), 0.1)

@@ -216,10 +216,13 @@ def accelerations(S, W, t, q, u, inputs, udot):
     ok = cholesky_solve(M, rhs_, W.L)
     copy1(rhs_, udot)
     nc = S.cr_a.shape[0]
-    if ok and nc > 0:
+    if nc > 0:
+        # evaluated whatever happens next, so that outputs never show a previous call's values
         constraint_rows(S, W, q, u, W.c_g, W.c_G, W.c_gam)
-        # prescribed coordinates have a known udot: their columns go to the right-hand side
         copy2(W.c_G, W.c_G0)
+        fill1(W.c_lam, 0.0)
+    if ok and nc > 0:
+        # prescribed coordinates have a known udot: their columns go to the right-hand side
         for c in range(nv):
             if S.drive[c] == MOTION:
                 for r in range(nc):

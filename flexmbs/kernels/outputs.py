@@ -39,13 +39,17 @@ def sample(S, W, sensors, t, X, inputs, Xout, Ud, Tau, En, Sens, Loop):
         u = Xout[k, nq:]
         copy1(X[k, :nq], q)
         copy1(X[k, nq:], u)
-        accelerations(S, W, t[k], q, u, inputs[k], Ud[k])
+        ok = accelerations(S, W, t[k], q, u, inputs[k], Ud[k])
         drive_torques(S, W, t[k], q, u, inputs[k], Tau[k])
         energies(S, W, t[k], q, u, inputs[k], En[k])
         for row in range(S.cr_a.shape[0]):
             Loop[k, row, 0] = W.c_g[row]
             Loop[k, row, 1] = W.c_lam[row]
             Loop[k, row, 2:5] = W.c_dir[row]
+        if not ok:     # no accelerations at this state: say so rather than show stale numbers
+            Ud[k, :] = np.nan
+            Tau[k, :] = np.nan
+            Loop[k, :, 1] = np.nan
         for s in range(sensors.size):
             marker_world(S, W, sensors[s], q, u, r, A, v, w, W.l_Jv, W.l_Jw, W.l_a, W.l_al, False)
             Sens[k, s, 0:3] = r

@@ -9,7 +9,8 @@ from ..kernels.rotations import JIT
 OK, SINGULAR, STEP_TOO_SMALL, NOT_FINITE, NEWTON_FAILED, DIVERGED, LOOP_OPEN = 0, 1, 2, 3, 4, 5, 6
 MESSAGES = {
     OK: "ok",
-    SINGULAR: "the mass matrix became singular or indefinite",
+    SINGULAR: "the mass matrix became singular or indefinite, or (with closed loops) the constraints lost rank "
+              "at a singular pose",
     STEP_TOO_SMALL: "the step size fell below the minimum: the solution is diverging or the model is too stiff for the method",
     NOT_FINITE: "the state became NaN or infinite: the solution diverged",
     NEWTON_FAILED: "Newton iterations did not converge even at the minimum step size",

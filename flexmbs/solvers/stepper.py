@@ -11,6 +11,7 @@ from ..loops import TOL as LOOP_TOL
 from ..loops import project_positions, project_velocities
 from ..model.elements import METHODS
 from ..system import System, body_size
+from ..kernels.dynamics import apply_prescribed
 from .common import DOPRI5, IMPLICIT, LOOP_OPEN, MESSAGES, OK, RK4, f_eval
 from .explicit import dopri5_advance, rk4_advance
 from .implicit import trbdf2_advance
@@ -98,6 +99,13 @@ class Stepper:
         on failure x is left at the last accepted internal step, which is not t_end."""
         S, st = self.system.ref, self.settings
         h_min = 1e-14 * max(1.0, abs(t_end))
+        if self.loops is not None:
+            # start on the constraints with the prescribed coordinates at their profile values
+            # (x may come from outside, or hold integrated values of held inputs)
+            q, u = x[:self.system.nq], x[self.system.nq:]
+            apply_prescribed(S, t, q, u, inputs, self.xs[self.system.nq:])
+            project_positions(self.loops, q, u, self.loop_free)
+            project_velocities(self.loops, q, u, self.loop_free)
         if self.code == RK4:
             status, n = rk4_advance(S, self.W, t, x, t_end, st.step, inputs, self.K, self.xs)
             self.nsteps += n
