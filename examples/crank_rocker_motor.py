@@ -22,6 +22,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from _figures import finish  # noqa: E402
 
 from flexmbs_fmu.cosim import Master  # noqa: E402
 from flexmbs_fmu.servo import HE_MOTOR, crank_rocker_motor, midspan_deflection  # noqa: E402
@@ -60,14 +61,8 @@ def main(argv: list[str] | None = None) -> int:
     ax[1, 0].set_ylabel("current [A]")
     ax[1, 1].plot(t, 1e3 * defl, lw=0.6, label="coupler midspan deflection")
     ax[1, 1].set_ylabel("deflection [mm]")
-    for a in ax.flat:
-        a.grid(alpha=0.3)
-        a.legend(fontsize=8)
-    for a in ax[1]:
-        a.set_xlabel("time [s]")
-    fig.suptitle("He's crank-rocker with a flexible coupler, DC motor 60 V step (co-simulation of 2 FMUs)")
-    fig.tight_layout()
-    fig.savefig(args.out, dpi=120)
+    finish(fig, ax.flat, ax[1], "He's crank-rocker with a flexible coupler, DC motor 60 V step (co-simulation of "
+           "2 FMUs)", args.out)
     print(f"plot: {args.out}")
     return 0
 

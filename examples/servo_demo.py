@@ -20,6 +20,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from _figures import finish  # noqa: E402
 
 from flexmbs_fmu.cosim import Master, max_difference  # noqa: E402
 from flexmbs_fmu.servo import assembly, huang_servo  # noqa: E402
@@ -43,16 +44,7 @@ def plot(run: dict[str, np.ndarray], joints: list[str], out: Path) -> None:
     ax[0, 1].set_ylabel("tip deflection of link 2 [mm]")
     ax[1, 0].set_ylabel("armature current [A]")
     ax[1, 1].set_ylabel("armature voltage [V]")
-    for a in ax.flat:
-        a.grid(alpha=0.3)
-        a.legend(fontsize=8)
-    for a in ax[1]:
-        a.set_xlabel("time [s]")
-    fig.suptitle("Flexible two-link arm under PID servo control: co-simulation of 7 FMUs")
-    fig.tight_layout()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
+    finish(fig, ax.flat, ax[1], "Flexible two-link arm under PID servo control: co-simulation of 7 FMUs", out)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -26,6 +26,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from _figures import finish  # noqa: E402
 
 from flexmbs_fmu.cosim import Master  # noqa: E402
 from flexmbs_fmu.servo import FIRST_KI, assembly, first_design, huang_servo, objective, tune  # noqa: E402
@@ -85,13 +86,8 @@ def main(argv: list[str] | None = None) -> int:
     ax[0].set_ylabel("tracking error [deg]")
     ax[1].set_ylabel("tip deflection, link 2 y [mm]")
     ax[2].set_ylabel("elbow voltage [V]")
-    ax[2].set_xlabel("time [s]")
-    for a in ax:
-        a.grid(alpha=0.3)
-        a.legend(fontsize=8)
-    fig.suptitle("Gains tuned on the rigid model vs on the flexible model, both run on the flexible arm")
-    fig.tight_layout()
-    fig.savefig(args.out, dpi=120)
+    finish(fig, ax, ax[2:], "Gains tuned on the rigid model vs on the flexible model, both run on the flexible arm",
+           args.out)
     print(f"plot: {args.out}")
     return 0
 
