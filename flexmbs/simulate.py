@@ -128,6 +128,8 @@ def simulate(model: Union[Model, System], t_end: float, *, method: Optional[str]
     if t[-1] < t_end - 1e-12:
         t = np.append(t, t_end)
     t[-1] = t_end
+    if mdl.solver.formulation == "natural":
+        return _natural(system, t, settings, inputs, x0)
     stepper = Stepper(system, settings)
     nx = system.nq + system.nv
     x = np.concatenate([system.q0, system.u0]) if x0 is None else np.array(x0, dtype=float)
@@ -140,6 +142,11 @@ def simulate(model: Union[Model, System], t_end: float, *, method: Optional[str]
         from tqdm import tqdm
         bar = tqdm(total=t.size - 1, unit="samples", desc=mdl.name)
     wall = _time.perf_counter()
+
+    def stats() -> dict:
+        return dict(method=settings.method, steps=stepper.nsteps, rejected=stepper.nrejected,
+                    wall_time=_time.perf_counter() - wall)
+
     try:
         for k in range(1, t.size):
             stepper.advance(t[k - 1], x, t[k], U[k - 1])
@@ -149,21 +156,42 @@ def simulate(model: Union[Model, System], t_end: float, *, method: Optional[str]
                 bar.update(1)
     except SolverError as err:
         # keep what was computed: the samples before the failing step
-        err.partial = _result(system, stepper, settings, t[:k], X[:k], U[:k], _time.perf_counter() - wall)
+        err.partial = _result(system, stepper.W, stats(), t[:k], X[:k], U[:k])
         raise
     finally:
         if bar is not None:
             bar.close()
-    return _result(system, stepper, settings, t, X, U, _time.perf_counter() - wall)
+    return _result(system, stepper.W, stats(), t, X, U)
 
 
-def _result(system: System, stepper: Stepper, settings: Settings, t: np.ndarray, X: np.ndarray,
-            U: np.ndarray, wall: float) -> Result:
-    """Evaluate the output signals at the sampled states."""
+def _natural(system: System, t: np.ndarray, settings: Settings, inputs: InputSpec, x0) -> Result:
+    """The natural-coordinate formulation (flexmbs.natural): its states read back as joint
+    coordinates, evaluated into the usual signals, plus natural.energy [J] (from its own
+    constant mass matrix), natural.residual (largest constraint residual after projection)."""
+    from .natural import compile_natural, simulate_natural
+
+    ns = compile_natural(system)          # refuses what the formulation does not model, by name
+    if inputs or x0 is not None or system.inputs:
+        raise ValueError(f"model {system.model.name}: the natural-coordinate formulation takes no inputs and no "
+                         "initial state; it starts from the model's (assembled) initial values")
+    if settings.method != "dopri5":
+        raise ValueError(f"model {system.model.name}: the natural-coordinate formulation integrates with DOP853 "
+                         f"(solver.method dopri5), not {settings.method}")
+    run = simulate_natural(ns, t, rtol=settings.rtol, atol=settings.atol)
+    stats = dict(method="natural coordinates, DOP853", evaluations=run["evaluations"], redundant=run["redundant"],
+                 rows=run["rows"], fill=run["fill"], wall_time=run["wall_time"])
+    U = np.zeros((t.size, 1))
+    res = _result(system, system.workspace(), stats, t, run["X"], U)
+    res.signals["natural.energy"], res.units["natural.energy"] = run["energy"], "J"
+    res.signals["natural.residual"], res.units["natural.residual"] = run["residual"], "1"
+    return res
+
+
+def _result(system: System, W, stats: dict, t: np.ndarray, X: np.ndarray, U: np.ndarray) -> Result:
+    """Evaluate the output signals at the sampled states (W: a joint-coordinate workspace)."""
     table = signal_table(system)
     Y = np.zeros((t.size, output_width(system)))
-    Evaluator(system, stepper.W).evaluate(t, X, U, Y)
+    Evaluator(system, W).evaluate(t, X, U, Y)
     sig = {s.name: np.ascontiguousarray(Y[:, s.index]) for s in table}
     units = {s.name: s.unit for s in table}
-    stats = dict(method=settings.method, steps=stepper.nsteps, rejected=stepper.nrejected, wall_time=wall)
     return Result(t, sig, units, stats, Y[:, :system.nq + system.nv].copy())

@@ -195,6 +195,10 @@ def build(model_path: Union[str, os.PathLike], out_dir: Union[str, os.PathLike] 
     a bad model and BuildError when building or validation fails."""
     model_path = Path(model_path)
     model = load_model(model_path)
+    if model.solver.formulation != "joint":
+        raise BuildError(f"{model_path}: solver.formulation is {model.solver.formulation!r}; FMUs run the "
+                         "joint-coordinate formulation (the natural one is a cross-check in flexmbs.simulate): "
+                         "set solver.formulation to joint or leave it out")
     system = compile_model(model)
     itf = plant_interface(model, system)
     ident = identifier(model.name)

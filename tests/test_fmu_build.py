@@ -117,3 +117,14 @@ def test_build_fmu_script_builds_and_reports(tmp_path: Path) -> None:
     run = subprocess.run([sys.executable, str(ROOT / "build_fmu.py"), str(tmp_path / "missing.yaml")],
                          capture_output=True, text=True)
     assert run.returncode == 1 and "missing.yaml" in run.stderr and "Traceback" not in run.stderr
+
+
+def test_natural_formulation_is_refused_with_the_reason(tmp_path: Path) -> None:
+    """FMUs run the joint-coordinate formulation; a model asking for natural coordinates gets a
+    message saying so, and no FMU."""
+    text = (MODELS / "four_bar.yaml").read_text().replace("solver:\n", "solver:\n  formulation: natural\n")
+    path = tmp_path / "four_bar.yaml"
+    path.write_text(text)
+    with pytest.raises(BuildError, match="solver.formulation is 'natural'; FMUs run the joint-coordinate"):
+        build(path, tmp_path / "out")
+    assert not (tmp_path / "out" / "four_bar.fmu").exists()

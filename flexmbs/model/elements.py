@@ -271,7 +271,9 @@ class Sensor:
 class Solver:
     """method: rk4 (fixed step h [s]), dopri5 (adaptive, rtol/atol), implicit (adaptive
     L-stable TR-BDF2 with Newton, for stiff flexible models). max_step [s] bounds the internal
-    step of the adaptive methods; output_step [s] is the sampling of results."""
+    step of the adaptive methods; output_step [s] is the sampling of results. formulation: joint
+    (minimal coordinates, the default, also in FMUs) or natural (rigid mechanisms only: points
+    and unit vectors with a constant mass matrix, flexmbs.natural; a cross-check in simulate)."""
 
     method: Literal["rk4", "dopri5", "implicit"] = "dopri5"
     step: float = 1e-3
@@ -279,6 +281,7 @@ class Solver:
     atol: Optional[float] = None
     max_step: float = 1e-2
     output_step: float = 1e-2
+    formulation: Literal["joint", "natural"] = "joint"
 
 
 @dataclass
