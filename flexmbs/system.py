@@ -34,6 +34,7 @@ from .model import (
     Marker,
     Model,
     ModelError,
+    Section,
     inertia_matrix,
     rotation_matrix,
     validate,
@@ -96,8 +97,8 @@ class System:
         object.__setattr__(self, "_ref", None)
 
 
-def _section(body: Body) -> sec.Section:
-    s = body.section
+def _section(s: Section) -> sec.Section:
+    """The section properties of a model file's cross-section."""
     if s.shape == "rectangle":
         return sec.rectangle(s.width, s.height)
     if s.shape == "circle":
@@ -114,7 +115,7 @@ def flex_data(body: Body) -> Optional[FlexBodyData]:
     if body.type == "beam":
         tip_j = None if body.tip_inertia is None else inertia_matrix(body.tip_inertia)
         return beam_body(body.length, body.elements, body.modes, body.material.E,
-                         body.material.shear_modulus, body.material.rho, _section(body),
+                         body.material.shear_modulus, body.material.rho, _section(body.section),
                          body.tip_mass, tip_j, body.rotary_inertia, body.geometric_stiffening, body.name,
                          body.static_modes)
     if body.type == "superelement":
@@ -388,7 +389,9 @@ def compile_model(model: Model) -> System:
 
     # loads
     pfs = [ld for ld in model.loads if ld.type == "point_force"]
-    sds = [ld for ld in model.loads if ld.type == "spring_damper"]
+    sds = [ld for ld in model.loads if ld.type in ("spring_damper", "elastic_rod")]
+    # an elastic rod is a spring-damper along its ends with E A / L, rest length L and its mass
+    rods = {id(ld): (_section(ld.section).A, ld.material) for ld in sds if ld.type == "elastic_rod"}
     pf_input = np.full(len(pfs), -1, np.int64)
     for f, ld in enumerate(pfs):
         if ld.input:
@@ -414,9 +417,12 @@ def compile_model(model: Model) -> System:
         pf_input=pf_input,
         sd_a=np.array([markers[ld.marker_a] for ld in sds], np.int64),
         sd_b=np.array([markers[ld.marker_b] for ld in sds], np.int64),
-        sd_k=np.array([ld.stiffness for ld in sds], float),
+        sd_k=np.array([rods[id(ld)][1].E * rods[id(ld)][0] / ld.length if id(ld) in rods else ld.stiffness
+                       for ld in sds], float),
         sd_c=np.array([ld.damping for ld in sds], float),
-        sd_l0=np.array([ld.rest_length for ld in sds], float),
+        sd_l0=np.array([ld.length if id(ld) in rods else ld.rest_length for ld in sds], float),
+        sd_m=np.array([rods[id(ld)][1].rho * rods[id(ld)][0] * ld.length if id(ld) in rods else 0.0
+                       for ld in sds], float),
         **cut_rows(model.loops.cuts, markers),
     )
 

@@ -123,7 +123,7 @@ def assemble(S, W, t, q, u, inputs):
         for c in range(r):
             M[r, c] = M[c, r]
     _joint_forces(S, t, q, u, inputs, M, Q)
-    _load_forces(S, W, q, u, inputs, Q)
+    _load_forces(S, W, q, u, inputs, M, Q)
 
 
 @njit(**JIT)
@@ -144,10 +144,12 @@ def _joint_forces(S, t, q, u, inputs, M, Q):
 
 
 @njit(**JIT)
-def _load_forces(S, W, q, u, inputs, Q):
-    """Point forces/torques on markers and spring-dampers between markers."""
+def _load_forces(S, W, q, u, inputs, M, Q):
+    """Point forces/torques on markers, spring-dampers between markers, and the mass of elastic
+    rods (spring-dampers with mass m spread evenly between their ends: the velocity along the
+    rod interpolates linearly between the ends' velocities, so T = m/6 (va^2 + va.vb + vb^2))."""
     ra, Aa, va, wa, Jva, Jwa, aa, ala = W.l_r, W.l_A, W.l_v, W.l_w, W.l_Jv, W.l_Jw, W.l_a, W.l_al
-    rb, Ab, vb, wb, Jvb, Jwb = W.l_r2, W.l_A2, W.l_v2, W.l_w2, W.l_Jv2, W.l_Jw2
+    rb, Ab, vb, wb, Jvb, Jwb, ab = W.l_r2, W.l_A2, W.l_v2, W.l_w2, W.l_Jv2, W.l_Jw2, W.l_a2
     F = W.l_F
     T = W.l_T
     for f in range(S.pf_marker.shape[0]):
@@ -165,7 +167,9 @@ def _load_forces(S, W, q, u, inputs, Q):
         mtv_add(Jwa, T, Q, 1.0)
     for s in range(S.sd_a.shape[0]):
         marker_world(S, W, S.sd_a[s], q, u, ra, Aa, va, wa, Jva, Jwa, aa, ala, True)
-        marker_world(S, W, S.sd_b[s], q, u, rb, Ab, vb, wb, Jvb, Jwb, aa, ala, True)
+        marker_world(S, W, S.sd_b[s], q, u, rb, Ab, vb, wb, Jvb, Jwb, ab, ala, True)
+        if S.sd_m[s] > 0.0:
+            _rod_inertia(S, S.sd_m[s], Jva, Jvb, aa, ab, M, Q)
         for k in range(3):
             F[k] = rb[k] - ra[k]
         if S.sd_l0[s] == 0.0:
@@ -185,6 +189,26 @@ def _load_forces(S, W, q, u, inputs, Q):
         f_ = S.sd_k[s] * (ln - S.sd_l0[s]) + S.sd_c[s] * ldot
         mtv_add(Jva, F, Q, f_)
         mtv_add(Jvb, F, Q, -f_)
+
+
+@njit(**JIT)
+def _rod_inertia(S, m, Ja, Jb, aa, ab, M, Q):
+    """M += m/6 [Ja; Jb]^T [[2, 1], [1, 2]] [Ja; Jb] (3-vectors), and Q gets the matching
+    velocity-product and gravity terms (gravity: m/2 at each end); aa, ab: the ends'
+    velocity-product accelerations."""
+    nv = M.shape[0]
+    c = m / 6.0
+    for r in range(nv):
+        fr = 0.0
+        for k in range(3):
+            fr += (Ja[k, r] + Jb[k, r]) * 0.5 * m * S.gravity[k]
+            fr -= c * (Ja[k, r] * (2.0 * aa[k] + ab[k]) + Jb[k, r] * (aa[k] + 2.0 * ab[k]))
+        Q[r] += fr
+        for col in range(nv):
+            acc = 0.0
+            for k in range(3):
+                acc += Ja[k, r] * (2.0 * Ja[k, col] + Jb[k, col]) + Jb[k, r] * (Ja[k, col] + 2.0 * Jb[k, col])
+            M[r, col] += c * acc
 
 
 @njit(**JIT)

@@ -26,7 +26,6 @@ def energies(S, W, t, q, u, inputs, out):
         for k in range(3):
             vg -= S.gravity[k] * (m * W.r[b, k] + W.m_t2[k])
         ve += 0.5 * quad(eta, S.Ke[b, :n, :n], eta)
-    out[1] = vg
     out[2] = ve
     vs = 0.0
     for c in range(S.nv):
@@ -39,4 +38,7 @@ def energies(S, W, t, q, u, inputs, out):
         for i in range(3):
             d[i] = W.l_r2[i] - W.l_r[i]
         vs += 0.5 * S.sd_k[k] * (np.sqrt(dot(d, d)) - S.sd_l0[k]) ** 2
+        for i in range(3):
+            vg -= 0.5 * S.sd_m[k] * S.gravity[i] * (W.l_r[i] + W.l_r2[i])
+    out[1] = vg
     out[3] = vs

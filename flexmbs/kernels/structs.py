@@ -30,7 +30,7 @@ SystemArrays = namedtuple("SystemArrays", [
     "prof_code", "prof_par", "prof_t", "prof_c", "prof_n",
     # loads
     "pf_marker", "pf_force", "pf_torque", "pf_frame", "pf_input",
-    "sd_a", "sd_b", "sd_k", "sd_c", "sd_l0",
+    "sd_a", "sd_b", "sd_k", "sd_c", "sd_l0", "sd_m",
     # loop-closing constraints, per row: markers, kind (0 position, 1 axis dot), axes, joint frame, in use
     "cr_a", "cr_b", "cr_kind", "cr_i", "cr_j", "cr_E", "cr_on",
 ])
@@ -44,7 +44,7 @@ Workspace = namedtuple("Workspace", [
     "b_S", "b_pv", "b_pw", "b_g", "f_h", "f_hd",
     "Jb", "cb", "wb", "Mb", "hb", "Fb", "MJ", "rhs", "l_F", "l_T",
     "l_r", "l_A", "l_v", "l_w", "l_Jv", "l_Jw", "l_a", "l_al",
-    "l_r2", "l_A2", "l_v2", "l_w2", "l_Jv2", "l_Jw2",
+    "l_r2", "l_A2", "l_v2", "l_w2", "l_Jv2", "l_Jw2", "l_a2",
     "M", "Q", "L", "Mrow", "tau_drive", "xq", "xu",
     "c_g", "c_G", "c_G0", "c_gam", "c_X", "c_S", "c_LS", "c_lam", "c_r", "c_dir", "c_a2", "c_al2", "c_e", "c_f",
     "c_t",
@@ -73,7 +73,7 @@ def make_workspace(S) -> tuple:
         Jb=z((nbd, nv)), cb=z(nbd), wb=z(nbd), Mb=z((nbd, nbd)), hb=z(nbd), Fb=z(nbd),
         MJ=z((nbd, nv)), rhs=z(nv), l_F=z(3), l_T=z(3),
         l_r=z(3), l_A=z((3, 3)), l_v=z(3), l_w=z(3), l_Jv=z((3, nv)), l_Jw=z((3, nv)), l_a=z(3), l_al=z(3),
-        l_r2=z(3), l_A2=z((3, 3)), l_v2=z(3), l_w2=z(3), l_Jv2=z((3, nv)), l_Jw2=z((3, nv)),
+        l_r2=z(3), l_A2=z((3, 3)), l_v2=z(3), l_w2=z(3), l_Jv2=z((3, nv)), l_Jw2=z((3, nv)), l_a2=z(3),
         M=z((nv, nv)), Q=z(nv), L=z((nv, nv)), Mrow=z((nv, nv)), tau_drive=z(nv),
         xq=z(S.nq), xu=z(nv),
         c_g=z(nc), c_G=z((nc, nv)), c_G0=z((nc, nv)), c_gam=z(nc), c_X=z((nc, nv)), c_S=z((nc, nc)),
@@ -134,7 +134,7 @@ def _prototype_system() -> tuple:
         drive_in=i(0), drive_prof=i(0), kp=f(0), kd=f(0), motor_J=f(0), prof_code=i(0),
         prof_par=f((0, 6)), prof_t=f((0, 1)), prof_c=f((0, 1, 4)), prof_n=i(0), pf_marker=i(0),
         pf_force=f((0, 3)), pf_torque=f((0, 3)), pf_frame=i(0), pf_input=i(0), sd_a=i(0), sd_b=i(0),
-        sd_k=f(0), sd_c=f(0), sd_l0=f(0), cr_a=i(0), cr_b=i(0), cr_kind=i(0), cr_i=i(0), cr_j=i(0),
+        sd_k=f(0), sd_c=f(0), sd_l0=f(0), sd_m=f(0), cr_a=i(0), cr_b=i(0), cr_kind=i(0), cr_i=i(0), cr_j=i(0),
         cr_E=f((0, 3, 3)), cr_on=i(0))
     return SystemArrays(**dims)
 

@@ -241,9 +241,14 @@ class Load:
     and marker_b ('body.marker'), stiffness [N/m],
     damping [N s/m], rest_length [m], acting along the line between the markers; with
     rest_length 0 it is an isotropic bushing, force k d + c d' with d the vector from a to b
-    (a compliant pin: it can close a kinematic loop)."""
+    (a compliant pin: it can close a kinematic loop). elastic_rod: a slender elastic rod pinned
+    at marker_a and marker_b ('body.marker'), of unstretched `length` [m], `material` (E, rho) and
+    `section` (its area A): axial stiffness E A / length along the line between the ends, axial
+    `damping` [N s/m], and its mass rho A length with the consistent (linear) distribution
+    between the ends, exact for its rigid motion; it bends not (a two-force member). It closes a
+    loop by its elasticity, with no constraint (seed 001, Example 3)."""
 
-    type: Literal["point_force", "spring_damper"]
+    type: Literal["point_force", "spring_damper", "elastic_rod"]
     name: str = ""
     body: Optional[str] = None
     marker: Optional[str] = None
@@ -256,6 +261,9 @@ class Load:
     stiffness: float = 0.0
     damping: float = 0.0
     rest_length: float = 0.0
+    length: Optional[float] = None
+    material: Optional[Material] = None
+    section: Optional[Section] = None
 
 
 @dataclass

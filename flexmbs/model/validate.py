@@ -44,7 +44,8 @@ _PROFILE_FIELDS = {"constant": ("value", "rate"), "ramp": ("q0", "q1", "t0", "t1
 _DRIVE_FIELDS = {"passive": (), "torque": ("torque",), "motion": ("profile",),
                  "servo": ("profile", "kp", "kd", "motor_inertia")}
 _LOAD_FIELDS = {"point_force": ("body", "marker", "force", "torque", "frame", "input"),
-                "spring_damper": ("marker_a", "marker_b", "stiffness", "damping", "rest_length")}
+                "spring_damper": ("marker_a", "marker_b", "stiffness", "damping", "rest_length"),
+                "elastic_rod": ("marker_a", "marker_b", "length", "material", "section", "damping")}
 # Axes used per joint type, and the accepted q0 sizes where there is more than one form.
 _JOINT_AXES = {"revolute": ("axis",), "prismatic": ("axis",), "cylindrical": ("axis",),
                "universal": ("axis", "axis2"), "planar": ("axis", "axis2")}
@@ -597,7 +598,15 @@ class _Checker:
                 self.add(loc + (name,), f"expected 'body.marker', got {show(ref)}")
             elif self.body_ref(loc + (name,), body):
                 self.marker_ref(loc + (name,), body, marker)
-        self.numbers(loc, load, ("stiffness", "damping", "rest_length"), "non-negative")
+        if load.type == "spring_damper":
+            self.numbers(loc, load, ("stiffness", "damping", "rest_length"), "non-negative")
+            return
+        self.number(loc + ("length",), load.length, "positive")
+        self.number(loc + ("damping",), load.damping, "non-negative")
+        if self.instance(loc + ("material",), load.material, Material, "an elastic rod needs a material {E, rho}"):
+            self.material(loc + ("material",), load.material)
+        if self.instance(loc + ("section",), load.section, Section, "an elastic rod needs a cross-section"):
+            self.section(loc + ("section",), load.section)
 
     def solver(self, loc: Loc, s: Solver) -> None:
         self.choice(loc + ("method",), s.method, _choices(Solver, "method"))
