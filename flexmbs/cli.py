@@ -145,7 +145,7 @@ def _is_conservative(model: Model) -> bool:
         idle = j.drive.type == "passive" or (j.drive.type == "torque" and j.drive.torque == 0)
         if not idle or (j.spring is not None and j.spring.damping > 0):
             return False
-    return all(ld.type == "spring_damper" and ld.damping == 0 for ld in model.loads)
+    return all(ld.type in ("spring_damper", "elastic_rod") and ld.damping == 0 for ld in model.loads)
 
 
 def _parse_signals(text: Optional[str]) -> Optional[list[str]]:
@@ -386,10 +386,17 @@ def check_command(model_file: str) -> None:
         click.echo(f"loads ({len(model.loads)}):")
         for ld in model.loads:
             label = ld.name or ld.type
-            where = (f"on {ld.body}.{ld.marker}, force {list(ld.force)} N, torque {list(ld.torque)} N m "
-                     f"({ld.frame} frame)" if ld.type == "point_force"
-                     else f"{ld.marker_a} - {ld.marker_b}, k {_fmt(ld.stiffness)} N/m, "
-                          f"c {_fmt(ld.damping)} N s/m, rest length {_fmt(ld.rest_length)} m")
+            if ld.type == "point_force":
+                where = (f"on {ld.body}.{ld.marker}, force {list(ld.force)} N, torque {list(ld.torque)} N m "
+                         f"({ld.frame} frame)")
+            elif ld.type == "elastic_rod":
+                i = [x for x in model.loads if x.type != "point_force"].index(ld)     # its spring-damper row
+                k, m = system.arrays.sd_k[i], system.arrays.sd_m[i]
+                where = (f"{ld.marker_a} - {ld.marker_b}, length {_fmt(ld.length)} m, E A / L {_fmt(k)} N/m, "
+                         f"mass {_fmt(m)} kg, c {_fmt(ld.damping)} N s/m")
+            else:
+                where = (f"{ld.marker_a} - {ld.marker_b}, k {_fmt(ld.stiffness)} N/m, "
+                         f"c {_fmt(ld.damping)} N s/m, rest length {_fmt(ld.rest_length)} m")
             click.echo(f"  {label}: {ld.type} {where}")
     if model.loops.cuts:
         held = ", ".join(model.loops.independent) or "none"

@@ -122,6 +122,10 @@ def _mass(model: Model, name: str) -> tuple[np.ndarray, np.ndarray]:
     m, c = float(body.mass), np.asarray(body.com, float)
     Ic = inertia_matrix(body.inertia)
     J = m * np.outer(c, c) + 0.5 * np.trace(Ic) * np.eye(3) - Ic
+    if np.min(np.linalg.eigvalsh(J)) <= 1e-12 * np.max(np.linalg.eigvalsh(J)):
+        raise ValueError(f"natural coordinates: body {name} is flat (inertia {list(body.inertia)}: a principal "
+                         "moment equals the sum of the other two), so its mass matrix in natural coordinates is "
+                         "singular; give it some thickness")
     Mb = np.zeros((12, 12))
     Mb[:3, :3] = m * np.eye(3)
     for i in range(3):

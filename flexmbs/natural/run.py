@@ -70,9 +70,10 @@ class JointReader:
         w = 0.5 * sum(np.cross(X[:, k], Xd[:, k]) for k in range(3))
         return c[:3] + X @ s, X @ R, cd[:3] + Xd @ s, w
 
-    def read(self, x: np.ndarray, xd: np.ndarray, q: np.ndarray, u: np.ndarray) -> None:
-        """Fill the tree joints' q, u (joint-coordinate layout); q holds the previous sample's
-        angles on entry (the revolute angle is continued from it)."""
+    def read(self, x: np.ndarray, xd: np.ndarray, q: np.ndarray, u: np.ndarray, dt: float) -> None:
+        """Fill the tree joints' q, u (joint-coordinate layout); q, u hold the previous sample's
+        on entry, dt [s] before: a revolute angle takes the turn nearest to the previous angle
+        advanced by the mean of the two rates (a joint may turn more than pi between samples)."""
         for jt, iq, iu, e, ((ba, sa, Ra), (bb, sb, Rb)) in self.joints:
             pa, Aa, va, wa = self._frame(x, xd, ba, sa, Ra)
             pb, Ab, vb, wb = self._frame(x, xd, bb, sb, Rb)
@@ -81,8 +82,10 @@ class JointReader:
                 p1 = np.linalg.svd(e[None, :])[2][1]
                 p2 = np.cross(e, p1)
                 th = np.arctan2(p2 @ Rrel @ p1, p1 @ Rrel @ p1)
-                q[iq] = th + 2 * np.pi * np.round((q[iq] - th) / (2 * np.pi))
-                u[iu] = (Aa @ e) @ (wb - wa)
+                rate = (Aa @ e) @ (wb - wa)
+                guess = q[iq] + 0.5 * (u[iu] + rate) * dt
+                q[iq] = th + 2 * np.pi * np.round((guess - th) / (2 * np.pi))
+                u[iu] = rate
             elif jt == "prismatic":
                 ew = Aa @ e
                 q[iq] = ew @ (pb - pa)
@@ -141,7 +144,7 @@ def simulate_natural(ns: NaturalSystem, t: np.ndarray, rtol: float = 1e-10, atol
         set_drives(t[k])
         residual[k] = project(N, W, y[:n], y[n:], PROJECTION_TOL, 20)
         X[k] = X[k - 1] if k > 0 else X[0]
-        reader.read(y[:n], y[n:], X[k, :system.nq], X[k, system.nq:])
+        reader.read(y[:n], y[n:], X[k, :system.nq], X[k, system.nq:], t[k] - t[k - 1] if k > 0 else 0.0)
         energy[k] = 0.5 * y[n:] @ Mfull @ y[n:] - Qg @ y[:n]
     return dict(X=X, energy=energy, residual=residual, redundant=int(W.drop.sum()), rows=int(N.kind.size),
                 fill=ns.fill, evaluations=calls[0], wall_time=_time.perf_counter() - wall, groups=ns.groups)
