@@ -19,6 +19,7 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
+from ..kernels.linalg import chol_factor, chol_solve
 from ..kernels.rotations import JIT
 from .arrays import LIN, MAXROWS
 
@@ -183,12 +184,12 @@ def factor(N, W):
                 for j in range(12):
                     s += Rr[k, j] * MiRt[j, l]
                 Lw[k, l] = s
-        _cholesky(Lw, 6)
+        chol_factor(Lw, Lw)               # in place; R M^-1 R^T is positive definite for a non-flat body
         P = W.P[bi]
         for i in range(12):
             for k in range(6):
                 t6[k] = MiRt[i, k]
-            _chol_solve(Lw, t6, 6)
+            chol_solve(Lw, t6)
             for j in range(12):
                 s = Mi[i, j]
                 for k in range(6):
@@ -274,34 +275,6 @@ def factor(N, W):
 
 
 @njit(**JIT)
-def _cholesky(A, m):
-    for j in range(m):
-        s = A[j, j]
-        for k in range(j):
-            s -= A[j, k] * A[j, k]
-        A[j, j] = np.sqrt(s)
-        for i in range(j + 1, m):
-            s = A[i, j]
-            for k in range(j):
-                s -= A[i, k] * A[j, k]
-            A[i, j] = s / A[j, j]
-
-
-@njit(**JIT)
-def _chol_solve(L, b, m):
-    for i in range(m):
-        s = b[i]
-        for k in range(i):
-            s -= L[i, k] * b[k]
-        b[i] = s / L[i, i]
-    for i in range(m - 1, -1, -1):
-        s = b[i]
-        for k in range(i + 1, m):
-            s -= L[k, i] * b[k]
-        b[i] = s / L[i, i]
-
-
-@njit(**JIT)
 def solve(N, W, Q, gam, out):
     """out = a with M a + G^T lam = Q, G a = gam (all rows; dropped ones left out), using the
     factorisation of `factor`. Q, out: (12 nb); gam: (rows)."""
@@ -313,7 +286,7 @@ def solve(N, W, Q, gam, out):
         # a0 = P Q + M^-1 R^T W^-1 gam_R
         for k in range(6):
             t6[k] = gam[6 * bi + k]
-        _chol_solve(W.Lw[bi], t6, 6)
+        chol_solve(W.Lw[bi], t6)
         for i in range(12):
             s = 0.0
             for j in range(12):
