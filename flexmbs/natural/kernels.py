@@ -19,7 +19,7 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from ..kernels.linalg import chol_factor, chol_solve
+from ..kernels.linalg import chol_factor, chol_solve, mm
 from ..kernels.rotations import JIT
 from .arrays import LIN, MAXROWS
 
@@ -171,19 +171,9 @@ def factor(N, W):
         for k in range(6):
             _jrow(N, W, 6 * bi + k, bi, Rr[k])
         MiRt = W.MiRt[bi]
-        for i in range(12):
-            for k in range(6):
-                s = 0.0
-                for j in range(12):
-                    s += Mi[i, j] * Rr[k, j]
-                MiRt[i, k] = s
+        mm(Mi, Rr.T, MiRt)
         Lw = W.Lw[bi]
-        for k in range(6):
-            for l in range(6):
-                s = 0.0
-                for j in range(12):
-                    s += Rr[k, j] * MiRt[j, l]
-                Lw[k, l] = s
+        mm(Rr, MiRt, Lw)
         chol_factor(Lw, Lw)               # in place; R M^-1 R^T is positive definite for a non-flat body
         P = W.P[bi]
         for i in range(12):
@@ -211,11 +201,7 @@ def factor(N, W):
                 _jrow(N, W, N.g0[k] + i, bi, Jk[i])
             for j in range(ml):
                 _jrow(N, W, N.g0[l] + j, bi, Rr[j])
-                for p in range(12):
-                    s = 0.0
-                    for q in range(12):
-                        s += P[p, q] * Rr[j, q]
-                    PJl[p, j] = s
+            mm(P, Rr[:ml].T, PJl[:, :ml])
             for i in range(mk):
                 for j in range(ml):
                     s = 0.0
