@@ -239,8 +239,12 @@ def _print_summary(model: Model, system: System, result: Result, settings: Setti
            else f"rtol {_fmt(settings.rtol)}, max_step {_fmt(settings.max_step)} s")
     integ = st.get("wall_time", wall)
     click.echo(f"model    {model.name} ({model.source})")
-    click.echo(f"solver   {settings.method} ({how}): {st.get('steps', 0)} steps, "
-               f"{st.get('rejected', 0)} rejected")
+    if "evaluations" in st:          # the natural-coordinate formulation (scipy's DOP853)
+        click.echo(f"solver   {st['method']} (rtol {_fmt(settings.rtol)}): {st['evaluations']} evaluations, "
+                   f"{st['redundant']} of {st['rows']} rows redundant")
+    else:
+        click.echo(f"solver   {settings.method} ({how}): {st.get('steps', 0)} steps, "
+                   f"{st.get('rejected', 0)} rejected")
     click.echo(f"time     {_fmt(t_end)} s simulated in {wall:.3g} s wall ({integ:.3g} s integrating, "
                f"{t_end / max(integ, 1e-12):.3g}x real time)")
     e = result["energy.total"]

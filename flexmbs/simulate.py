@@ -179,7 +179,7 @@ def _natural(system: System, t: np.ndarray, settings: Settings, inputs: InputSpe
                          f"(solver.method dopri5), not {settings.method}")
     run = simulate_natural(ns, t, rtol=settings.rtol, atol=settings.atol)
     stats = dict(method="natural coordinates, DOP853", evaluations=run["evaluations"], redundant=run["redundant"],
-                 rows=run["rows"], fill=run["fill"], wall_time=run["wall_time"])
+                 redundant_max=run["redundant_max"], rows=run["rows"], fill=run["fill"], wall_time=run["wall_time"])
     U = np.zeros((t.size, 1))
     res = _result(system, system.workspace(), stats, t, run["X"], U)
     res.signals["natural.energy"], res.units["natural.energy"] = run["energy"], "J"

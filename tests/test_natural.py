@@ -41,6 +41,7 @@ def test_four_bar_formulations_agree_and_conserve_energy() -> None:
     assert np.ptp(e) < 1e-9 * e[0]
     assert np.max(natural["natural.residual"]) < 1e-11
     assert natural.stats["redundant"] == 3             # a planar loop in 3-D: 3 of the cut's 5 rows
+    assert natural.stats["redundant_max"] == 3         # at every evaluation: no near-singular pose
 
 
 def test_slider_crank_formulations_agree_with_the_closed_form() -> None:

@@ -158,12 +158,10 @@ def _check_scope(system: System) -> None:
                          "not modelled in this formulation")
 
 
-def _order(joint_bodies: list[tuple[int, int]], tree_rank: list[int]) -> list[int]:
-    """Elimination order of the joint blocks: greedy minimum degree on the graph whose nodes are
-    joints and whose edges join joints sharing a body (leaves first on chains and trees; a loop's
-    cut joint once its loop has been walked), ties broken by tree_rank."""
-    n = len(joint_bodies)
-    adj: list[set[int]] = [set() for _ in range(n)]
+def _adjacency(joint_bodies: list[tuple[int, int]]) -> list[set[int]]:
+    """The joint graph: joints k and l adjacent when they share a moving body (the ground
+    couples nothing: it has no unknowns)."""
+    adj: list[set[int]] = [set() for _ in joint_bodies]
     by_body: dict[int, list[int]] = {}
     for k, (a, b) in enumerate(joint_bodies):
         for body in (a, b):
@@ -172,7 +170,15 @@ def _order(joint_bodies: list[tuple[int, int]], tree_rank: list[int]) -> list[in
     for ks in by_body.values():
         for k in ks:
             adj[k].update(x for x in ks if x != k)
-    left, order = set(range(n)), []
+    return adj
+
+
+def _order(joint_bodies: list[tuple[int, int]], tree_rank: list[int]) -> list[int]:
+    """Elimination order of the joint blocks: greedy minimum degree on the joint graph (leaves
+    first on chains and trees; a loop's cut joint once its loop has been walked), ties broken by
+    tree_rank."""
+    adj = _adjacency(joint_bodies)
+    left, order = set(range(len(joint_bodies))), []
     while left:
         k = min(left, key=lambda x: (len(adj[x]), tree_rank[x]))
         order.append(k)
@@ -188,12 +194,7 @@ def _pattern(joint_bodies: list[tuple[int, int]]) -> tuple[list[list[int]], int]
     """Lower block pattern of the factor (joints already in elimination order): row k holds the
     columns l <= k it couples to after fill; and the number of fill blocks."""
     n = len(joint_bodies)
-    adj: list[set[int]] = [set() for _ in range(n)]
-    for k in range(n):
-        for l in range(k):
-            if {joint_bodies[k][0], joint_bodies[k][1]} & {joint_bodies[l][0], joint_bodies[l][1]} - {-1}:
-                adj[k].add(l)
-                adj[l].add(k)
+    adj = _adjacency(joint_bodies)
     structural = sum(len(a) for a in adj) // 2
     for k in range(n):
         later = [x for x in adj[k] if x > k]
