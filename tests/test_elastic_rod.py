@@ -160,3 +160,14 @@ def test_verlinden_converges_with_the_crank_modes(verlinden) -> None:
     # the tip deflection, mostly the first bending vibration (80 Hz, above the output rate), to 15 %
     tip_peak = np.max(np.abs(ref["crank.tip_deflection[2]"]))
     assert np.max(np.abs(res["crank.tip_deflection[2]"] - ref["crank.tip_deflection[2]"])) < 0.15 * tip_peak
+
+
+def test_bad_rod_is_a_model_error_naming_the_field() -> None:
+    model = flexmbs.load_model(MODELS / "verlinden_slider_crank.yaml")
+    model.loads[0].length = -20.0
+    model.loads[0].material = None
+    with pytest.raises(flexmbs.ModelError) as err:
+        flexmbs.compile_model(model)
+    text = str(err.value)
+    assert "loads[0] 'rod'.length" in text and "positive" in text
+    assert "loads[0] 'rod'.material" in text and "an elastic rod needs a material" in text
