@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-MODEL = ROOT / "models" / "huang_two_link.yaml"
+MODEL = models_dir() / "huang_two_link.yaml"
 H = 1e-3
 
 
@@ -84,6 +84,7 @@ import time
 t0 = time.perf_counter()
 from fmpy import extract, read_model_description
 from fmpy.fmi2 import FMU2Slave
+from flexmbs.model.catalog import models_dir
 md = read_model_description({path!r})
 d = extract({path!r})
 t1 = time.perf_counter()

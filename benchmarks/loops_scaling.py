@@ -30,8 +30,9 @@ from flexmbs.natural.run import initial_state
 from flexmbs.solvers.common import f_eval
 from flexmbs.solvers.stepper import Settings, Stepper
 from flexmbs.system import compile_model
+from flexmbs.model.catalog import models_dir
 
-FOUR_BAR = Path(__file__).resolve().parent.parent / "models" / "four_bar.yaml"
+FOUR_BAR = models_dir() / "four_bar.yaml"
 ROCKER_ANGLE = 1.6            # approximate rocker angle of loop 1 at the start [rad]
 
 

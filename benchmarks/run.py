@@ -41,7 +41,6 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))   # peer_exudyn
-sys.path.insert(0, str(ROOT))   # the working tree's flexmbs, even if another one is installed
 
 import flexmbs  # noqa: E402
 import peer_exudyn as pe  # noqa: E402  (exudyn itself is imported lazily)
@@ -225,7 +224,7 @@ def exudyn_status() -> tuple[bool, str]:
 # ---------------------------------------------------------------------------------------------
 
 def pendulum_cases(have_exu: bool) -> list[Case]:
-    model = flexmbs.load_model(str(ROOT / "models" / "double_pendulum.yaml"))
+    model = flexmbs.load_model("double_pendulum")
     ours = Case("flexmbs", "double pendulum, RK4", {"model": "models/double_pendulum.yaml",
                 "method": "rk4", "step": H_PEND, "output_step": OUTPUT_DT, "t_end": T_END_PEND})
 
@@ -330,7 +329,7 @@ def _exu_name(s: dict) -> str:
 
 
 def ours_spin_case(s: dict, ref_tip) -> Case:
-    model = flexmbs.load_model(str(ROOT / "models" / "spin_up_beam.yaml"))
+    model = flexmbs.load_model("spin_up_beam")
     beam = model.bodies[0]
     model.bodies[0] = replace(beam, segments=s["segments"], elements=s["elements"], modes=s["modes"])
     kw = dict(method=s["method"], output_step=OUTPUT_DT, max_step=OUTPUT_DT)

@@ -7,7 +7,7 @@ Kp i = D w: w = Kp V / (ra D + Kp^2) = 73.95 rad/s, i = 24.65 A. The plot shows 
 the coupler's midspan deflection under its inertia loads.
 
     python build_fmu.py --all -o fmus
-    python examples/crank_rocker_motor.py [--fmus fmus] [--out crank_rocker_motor.png]
+    python examples/crank_rocker_motor.py [--fmus out/fmus] [--out out]
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ from flexmbs_fmu.servo import HE_MOTOR, crank_rocker_motor, midspan_deflection  
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--fmus", default="fmus", type=Path, help="folder with the built FMUs (build_fmu.py --all)")
-    ap.add_argument("--out", default="crank_rocker_motor.png", type=Path, help="the plot (PNG)")
+    ap.add_argument("--fmus", default="out/fmus", type=Path, help="folder with the built FMUs (build_fmu.py --all -o out/fmus)")
+    ap.add_argument("--out", default="out", type=Path, help="folder for the plot crank_rocker_motor.png")
     ap.add_argument("--stop-time", type=float, default=3.0, help="end of the run [s]")
     args = ap.parse_args(argv)
 
@@ -62,8 +62,8 @@ def main(argv: list[str] | None = None) -> int:
     ax[1, 1].plot(t, 1e3 * defl, lw=0.6, label="coupler midspan deflection")
     ax[1, 1].set_ylabel("deflection [mm]")
     finish(fig, ax.flat, ax[1], "He's crank-rocker with a flexible coupler, DC motor 60 V step (co-simulation of "
-           "2 FMUs)", args.out)
-    print(f"plot: {args.out}")
+           "2 FMUs)", args.out / "crank_rocker_motor.png")
+    print(f"plot: {args.out / 'crank_rocker_motor.png'}")
     return 0
 
 

@@ -4,8 +4,8 @@ three masters: the explicit fmpy loop (flexmbs_fmu.cosim.Master), fmpy's SSP run
 libcosim (OSP) on the same .ssp package. Writes the plot and the .ssp; prints how the masters
 agree and their real-time factors.
 
-    python build_fmu.py --all -o fmus
-    python examples/servo_demo.py [--fmus fmus] [--out servo_demo.png] [--ssp servo_arm.ssp]
+    python build_fmu.py --all -o out/fmus
+    python examples/servo_demo.py [--fmus out/fmus] [--out out]
 """
 
 from __future__ import annotations
@@ -25,8 +25,9 @@ from _figures import finish  # noqa: E402
 from flexmbs_fmu.cosim import Master, max_difference  # noqa: E402
 from flexmbs_fmu.servo import assembly, huang_servo  # noqa: E402
 from flexmbs_fmu.ssp import quiet_libcosim, run_fmpy, run_libcosim, write_ssp  # noqa: E402
+from flexmbs.model.catalog import models_dir
 
-MODELS = Path(__file__).resolve().parent.parent / "models"
+MODELS = models_dir()
 
 
 def plot(run: dict[str, np.ndarray], joints: list[str], out: Path) -> None:
@@ -49,11 +50,12 @@ def plot(run: dict[str, np.ndarray], joints: list[str], out: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--fmus", default="fmus", type=Path, help="folder with the built FMUs (build_fmu.py --all)")
-    ap.add_argument("--out", default="servo_demo.png", type=Path, help="the plot (PNG)")
-    ap.add_argument("--ssp", default="servo_arm.ssp", type=Path, help="where to write the SSP package")
+    ap.add_argument("--fmus", default="out/fmus", type=Path, help="folder with the built FMUs (build_fmu.py --all -o out/fmus)")
+    ap.add_argument("--out", default="out", type=Path, help="folder for the plot servo_demo.png and the SSP package servo_arm.ssp")
     ap.add_argument("--stop-time", type=float, default=None, help="end of the run [s] (default: the design's 2.5 s)")
     args = ap.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    ssp, png = args.out / "servo_arm.ssp", args.out / "servo_demo.png"
 
     design = huang_servo(MODELS)
     if args.stop_time:
@@ -65,8 +67,8 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     T, h = design.stop_time, design.step_size
-    write_ssp(asm, args.ssp)
-    print(f"{args.ssp}: {len(asm.elements)} FMU instances, {len(asm.connections)} connections, step {h * 1e3:g} ms")
+    write_ssp(asm, ssp)
+    print(f"{ssp}: {len(asm.elements)} FMU instances, {len(asm.connections)} connections, step {h * 1e3:g} ms")
 
     quiet_libcosim()
     runs, wall = {}, {}
@@ -76,10 +78,10 @@ def main(argv: list[str] | None = None) -> int:
         runs["explicit master"] = m.run(T, h, progress=True)
     wall["explicit master"] = time.perf_counter() - start
     start = time.perf_counter()
-    runs["fmpy SSP"] = run_fmpy(args.ssp, T, h)
+    runs["fmpy SSP"] = run_fmpy(ssp, T, h)
     wall["fmpy SSP"] = time.perf_counter() - start
     start = time.perf_counter()
-    runs["libcosim SSP"] = run_libcosim(args.ssp, T, h, asm.record)
+    runs["libcosim SSP"] = run_libcosim(ssp, T, h, asm.record)
     wall["libcosim SSP"] = time.perf_counter() - start
 
     ref = runs["explicit master"]
@@ -92,8 +94,8 @@ def main(argv: list[str] | None = None) -> int:
         print("(the explicit master ran first and compiled the plant's numba kernels, cached for every later run)")
     final = {j: float(ref[f"arm.{j}.q"][-1]) for j in joints}
     print("final joint angles [rad]: " + ", ".join(f"{j} {q:.4f}" for j, q in final.items()))
-    plot(ref, joints, args.out)
-    print(f"plot: {args.out}")
+    plot(ref, joints, png)
+    print(f"plot: {png}")
     return 0
 
 

@@ -12,7 +12,7 @@ Every tuning reuses one set of FMU instances: the state after initialisation is 
 restored before each evaluation (fmi2SetFMUstate), and the tunable gains are set.
 
     python build_fmu.py --all -o fmus
-    python examples/servo_design.py [--fmus fmus] [--evaluations 40] [--out servo_design.png]
+    python examples/servo_design.py [--fmus out/fmus] [--evaluations 40] [--out out]
 """
 
 from __future__ import annotations
@@ -30,8 +30,9 @@ from _figures import finish  # noqa: E402
 
 from flexmbs_fmu.cosim import Master  # noqa: E402
 from flexmbs_fmu.servo import FIRST_KI, assembly, first_design, huang_servo, objective, tune  # noqa: E402
+from flexmbs.model.catalog import models_dir
 
-MODELS = Path(__file__).resolve().parent.parent / "models"
+MODELS = models_dir()
 
 
 def run(design, fmu_dir: Path) -> dict[str, np.ndarray]:
@@ -46,9 +47,9 @@ def describe(gains: dict[str, dict[str, float]]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--fmus", default="fmus", type=Path, help="folder with the built FMUs (build_fmu.py --all)")
+    ap.add_argument("--fmus", default="out/fmus", type=Path, help="folder with the built FMUs (build_fmu.py --all -o out/fmus)")
     ap.add_argument("--evaluations", type=int, default=40, help="objective evaluations per tuning")
-    ap.add_argument("--out", default="servo_design.png", type=Path, help="the plot (PNG)")
+    ap.add_argument("--out", default="out", type=Path, help="folder for the plot servo_design.png")
     args = ap.parse_args(argv)
 
     flexible, rigid = huang_servo(MODELS), huang_servo(MODELS, rigid=True)
@@ -87,8 +88,8 @@ def main(argv: list[str] | None = None) -> int:
     ax[1].set_ylabel("tip deflection, link 2 y [mm]")
     ax[2].set_ylabel("elbow voltage [V]")
     finish(fig, ax, ax[2:], "Gains tuned on the rigid model vs on the flexible model, both run on the flexible arm",
-           args.out)
-    print(f"plot: {args.out}")
+           args.out / "servo_design.png")
+    print(f"plot: {args.out / 'servo_design.png'}")
     return 0
 
 

@@ -1,7 +1,7 @@
 """Spin-up of a rotating beam (seed 004 Sec. 9.3, Kane-Ryan-Banerjee data) with and without
 geometric stiffening: the plot of the README.
 
-    python examples/spin_up_stiffening.py [--out docs/img/spin_up.png]
+    python examples/spin_up_stiffening.py [--out out]   (docs/img/spin_up.png: --out docs/img)
 """
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 import flexmbs  # noqa: E402
 from flexmbs.solvers.stepper import SolverError  # noqa: E402
+from flexmbs.model.catalog import models_dir
 
-MODELS = Path(__file__).resolve().parent.parent / "models"
+MODELS = models_dir()
 
 
 def run(omega_s: float, stiffening: bool, t_end: float = 20.0):
@@ -36,7 +37,7 @@ def run(omega_s: float, stiffening: bool, t_end: float = 20.0):
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--out", default="spin_up.png")
+    ap.add_argument("--out", default="out", type=Path, help="folder for the plot spin_up.png")
     args = ap.parse_args()
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.6), sharey=True)
     for ax, ws in zip(axes, (2.0, 4.0, 6.0)):
@@ -51,8 +52,9 @@ def main() -> None:
     axes[0].legend(fontsize=8, loc="lower left")
     fig.suptitle("Spin-up of a 10 m beam (EI = 1.4e4 N m², ρA = 1.2 kg/m, spin-up in 15 s)")
     fig.tight_layout()
-    fig.savefig(args.out, dpi=110)
-    print(f"wrote {args.out}")
+    args.out.mkdir(parents=True, exist_ok=True)
+    fig.savefig(args.out / "spin_up.png", dpi=110)
+    print(f"wrote {args.out / 'spin_up.png'}")
 
 
 if __name__ == "__main__":

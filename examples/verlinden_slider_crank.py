@@ -2,7 +2,7 @@
 with no constraint. Drives the crank with the placeholder torque pulse of the model file and
 plots crank speed, crank-tip deflection and rod elongation.
 
-    python examples/verlinden_slider_crank.py [--out docs/img/verlinden_slider_crank.png]
+    python examples/verlinden_slider_crank.py [--out out]   (docs/img: --out docs/img)
 """
 
 from __future__ import annotations
@@ -18,8 +18,9 @@ import numpy as np  # noqa: E402
 from _figures import finish  # noqa: E402
 
 import flexmbs  # noqa: E402
+from flexmbs.model.catalog import models_dir
 
-MODELS = Path(__file__).resolve().parent.parent / "models"
+MODELS = models_dir()
 
 
 def torque(t: float) -> dict:
@@ -29,7 +30,7 @@ def torque(t: float) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--out", default="verlinden_slider_crank.png")
+    ap.add_argument("--out", default="out", type=Path, help="folder for the plot verlinden_slider_crank.png")
     ap.add_argument("--t-end", type=float, default=6.0)
     args = ap.parse_args()
     model = flexmbs.load_model(MODELS / "verlinden_slider_crank.yaml")
@@ -47,8 +48,8 @@ def main() -> None:
     ax[0].plot(res.time, [torque(t)["crank.tau"] / 100 for t in res.time], "--", label="torque / 100 [N m]")
     ax[1].plot(res.time, 1e3 * res["crank.tip_deflection[2]"], label="crank tip deflection [mm]")
     ax[2].plot(res.time, 1e3 * elongation, label="rod elongation [mm]")
-    finish(fig, ax, ax[2:], "Verlinden's slider-crank: the elastic rod closes the loop", Path(args.out))
-    print(f"wrote {args.out}")
+    finish(fig, ax, ax[2:], "Verlinden's slider-crank: the elastic rod closes the loop", args.out / "verlinden_slider_crank.png")
+    print(f"wrote {args.out / 'verlinden_slider_crank.png'}")
 
 
 if __name__ == "__main__":

@@ -6,9 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from flexmbs.model.catalog import models_dir
 
 ROOT = Path(__file__).resolve().parent.parent
-MODELS = ROOT / "models"
+MODELS = models_dir()
 
 
 @pytest.fixture(scope="session")

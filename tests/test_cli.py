@@ -16,8 +16,9 @@ from click.testing import CliRunner
 from scipy.integrate import solve_ivp
 
 from flexmbs.cli import main
+from flexmbs.model.catalog import models_dir
 
-MODELS = Path(__file__).resolve().parents[1] / "models"
+MODELS = models_dir()
 PENDULUM = MODELS / "double_pendulum.yaml"
 SPIN_UP = MODELS / "spin_up_beam.yaml"
 G = 9.81
@@ -285,7 +286,7 @@ def test_help(command: str) -> None:
 
 def test_the_model_file_reference_example_is_valid(tmp_path: Path) -> None:
     """The complete example of docs/model-file.md loads, compiles and lists its signals."""
-    doc = (MODELS.parent / "docs" / "model-file.md").read_text()
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "model-file.md").read_text()
     example = doc[doc.index("## A complete example"):]
     block = re.search(r"```yaml\n(.*?)```", example, re.S).group(1)
     path = tmp_path / "arm.yaml"

@@ -13,8 +13,9 @@ import pytest
 
 import flexmbs
 from flexmbs.model import Body, Drive, Joint, Load, Loops, Marker, Material, Model, Section, Solver
+from flexmbs.model.catalog import models_dir
 
-MODELS = Path(__file__).resolve().parent.parent / "models"
+MODELS = models_dir()
 E, RHO, A = 2.1e6, 7.8e-3, 9.0                 # Table 1 of seed 001 (3 m x 3 m section)
 L1, L2, SLIDER = 10.0, 20.0, 5.0
 

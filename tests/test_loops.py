@@ -13,8 +13,9 @@ import pytest
 import flexmbs
 from flexmbs.model import Drive, ModelError, Profile
 from flexmbs.system import compile_model
+from flexmbs.model.catalog import models_dir
 
-MODELS = Path(__file__).resolve().parent.parent / "models"
+MODELS = models_dir()
 A, B, C, D = 0.102, 0.610, 0.406, 0.559          # crank, coupler, rocker, ground [m]
 
 

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 import flexmbs
+from flexmbs.model.catalog import models_dir
 
-MODELS = Path(__file__).resolve().parent.parent / "models"
+MODELS = models_dir()
 
 
 @pytest.mark.parametrize("name, t_end", [("double_pendulum", 3.0), ("huang_two_link", 1.0),

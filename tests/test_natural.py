@@ -15,8 +15,9 @@ import flexmbs
 from flexmbs.model import Body, Joint, Loops, Marker, Model, Solver
 from flexmbs.natural import compile_natural
 from flexmbs.natural.kernels import accelerations, make_work, project
+from flexmbs.model.catalog import models_dir
 
-MODELS = Path(__file__).resolve().parent.parent / "models"
+MODELS = models_dir()
 STATES = [".q", ".qd"]
 
 

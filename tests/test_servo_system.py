@@ -18,9 +18,10 @@ from flexmbs.system import compile_model
 from flexmbs_fmu.cosim import Master, algebraic_loop, max_difference
 from flexmbs_fmu.servo import assembly, huang_servo, objective, reference, tune
 from flexmbs_fmu.ssp import quiet_libcosim, run_fmpy, run_libcosim, write_ssp
+from flexmbs.model.catalog import models_dir
 
 ROOT = Path(__file__).resolve().parent.parent
-MODELS = ROOT / "models"
+MODELS = models_dir()
 
 
 def short(stop_time: float, step: float = 1e-3):
@@ -121,10 +122,11 @@ def test_rigid_design_model_has_the_flexible_links_inertia() -> None:
 
 
 def test_servo_demo_script_runs_and_plots(fmu_dir, tmp_path) -> None:
-    out = tmp_path / "demo.png"
+    out = tmp_path / "servo_demo.png"
     run = subprocess.run([sys.executable, str(ROOT / "examples" / "servo_demo.py"), "--fmus", str(fmu_dir),
-                          "--out", str(out), "--ssp", str(tmp_path / "demo.ssp"), "--stop-time", "0.3"],
+                          "--out", str(tmp_path), "--stop-time", "0.3"],
                          capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     assert out.stat().st_size > 10_000
+    assert (tmp_path / "servo_arm.ssp").is_file()
     assert "fmpy SSP" in run.stdout and "libcosim SSP" in run.stdout and "real-time factor" in run.stdout

@@ -8,11 +8,12 @@ shown with the names of list entries: joints[1] 'elbow'.parent_marker.
 
 from __future__ import annotations
 
-import difflib
 import reprlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Iterable, Optional, Union
+
+from ..names import did_you_mean
 
 Loc = tuple[Union[str, int], ...]
 
@@ -45,9 +46,7 @@ def unknown(subject: str, value: object, choices: Iterable[str], label: str) -> 
     """Message for a name that is not among `choices`, with a suggestion when one is close:
     "unknown <subject> (did you mean 'x'?); <label>: a, b, c"."""
     choices = list(dict.fromkeys(str(c) for c in choices))
-    close = difflib.get_close_matches(str(value), choices, n=1)
-    hint = f" (did you mean {close[0]!r}?)" if close else ""
-    return f"unknown {subject}{hint}; {label}: {', '.join(choices) or '(none)'}"
+    return f"unknown {subject}{did_you_mean(str(value), choices)}; {label}: {', '.join(choices) or '(none)'}"
 
 
 def show(value: object) -> str:

@@ -29,6 +29,7 @@ from typing import Callable, Optional, Union
 
 import flexmbs
 from flexmbs.model import Model, load_model
+from flexmbs.model.catalog import resolve
 from flexmbs.model.validate import SUPERELEMENT_FILES
 from flexmbs.system import compile_model
 
@@ -193,7 +194,7 @@ def build(model_path: Union[str, os.PathLike], out_dir: Union[str, os.PathLike] 
           check: bool = True) -> Built:
     """Build the plant FMU of a model file into out_dir/<model name>.fmu. Raises ModelError for
     a bad model and BuildError when building or validation fails."""
-    model_path = Path(model_path)
+    model_path = resolve(model_path)
     model = load_model(model_path)
     if model.solver.formulation != "joint":
         raise BuildError(f"{model_path}: solver.formulation is {model.solver.formulation!r}; FMUs run the "
@@ -287,23 +288,3 @@ def _package(ident: str, model_name: str, module: str, variables: list[Variable]
     return Built(final, guid_, sum(v.causality == "input" for v in variables),
                  sum(v.causality == "output" for v in variables),
                  sum(v.causality == "parameter" for v in variables))
-
-
-def build_all(models_dir: Union[str, os.PathLike], out_dir: Union[str, os.PathLike] = "fmus",
-              check: bool = True) -> tuple[list[Built], dict[str, str]]:
-    """Build every *.yaml in models_dir; returns the built FMUs and the failures by file."""
-    built, failed = [], {}
-    for path in sorted(Path(models_dir).glob("*.yaml")):
-        try:
-            built.append(build(path, out_dir, check))
-        except Exception as err:  # noqa: BLE001 - report every model, then fail
-            failed[str(path)] = str(err)
-    return built, failed
-
-
-def default_models_dir() -> Optional[Path]:
-    """models/ of the source checkout, or of the current directory."""
-    for base in (Path.cwd(), Path(__file__).resolve().parent.parent):
-        if (base / "models").is_dir():
-            return base / "models"
-    return None

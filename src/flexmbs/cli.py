@@ -1,8 +1,10 @@
-"""Command line: `flexmbs simulate | modes | check`.
+"""Command line: `flexmbs simulate | modes | check | models` (and `build`, registered by the
+FMU layer flexmbs_fmu through the `flexmbs.commands` entry point).
 
-    flexmbs check models/huang_two_link.yaml
-    flexmbs simulate models/huang_two_link.yaml --t-end 5 --out run.csv --plot run.png
-    flexmbs modes models/spin_up_beam.yaml --n 4 --spin hub=6
+    flexmbs models
+    flexmbs check huang_two_link
+    flexmbs simulate huang_two_link --t-end 5 --out run.csv --plot run.png
+    flexmbs modes spin_up_beam --n 4 --spin hub=6
 
 Every user error (an invalid or missing model file, a failed integration, an unknown signal
 name) is printed to stderr as one clear message and the command exits with status 1; pass
@@ -11,7 +13,6 @@ name) is printed to stderr as one clear message and the command exits with statu
 
 from __future__ import annotations
 
-import difflib
 import functools
 import re
 import sys
@@ -75,7 +76,8 @@ def _user_errors(command: Callable) -> Callable:
 def main(ctx: click.Context, debug: bool) -> None:
     """flexmbs: flexible multibody dynamics from a YAML model file.
 
-    MODEL is a model file (see docs/model-file.md). Errors go to stderr with exit status 1.
+    MODEL is a model file (see docs/model-file.md) or the name of a shipped model (`flexmbs
+    models` lists them). Errors go to stderr with exit status 1.
     """
     ctx.obj = {"debug": debug}
 
@@ -161,9 +163,7 @@ def _check_signal_names(names: Sequence[str], known: Sequence[str]) -> None:
     """KeyError for the first unknown name, with the closest known names as suggestions."""
     for name in names:
         if name not in known:
-            close = difflib.get_close_matches(name, known, n=3)
-            hint = f"; did you mean {', '.join(close)}?" if close else ""
-            raise KeyError(f"no signal {name!r}{hint} (flexmbs check MODEL lists them all)")
+            raise KeyError(f"no signal {name!r}{did_you_mean(name, known, n=3)} (flexmbs check MODEL lists them all)")
 
 
 def _subset(result: Result, names: Sequence[str]) -> Result:
@@ -422,43 +422,29 @@ def check_command(model_file: str) -> None:
         click.echo(f"  {line}")
 
 
-@main.command("build")
-@click.argument("model_files", metavar="MODEL...", nargs=-1)
-@click.option("--all", "build_all", is_flag=True,
-              help="Build every model file in models/ and every block (dc_motor, pid_controller, trajectory).")
-@click.option("--block", "blocks", multiple=True, metavar="NAME",
-              help="Build the FMU of a signal-flow block: dc_motor, pid_controller or trajectory (repeatable).")
-@click.option("-o", "--out", "out_dir", default="fmus", show_default=True, type=click.Path(file_okay=False),
-              help="Folder for the FMUs (<model name>.fmu, <block>.fmu).")
-@click.option("--no-check", is_flag=True, help="Skip fmpy validate and fmutool -check (not recommended).")
-@_user_errors
-def build_command(model_files: Sequence[str], build_all: bool, blocks: Sequence[str], out_dir: str,
-                  no_check: bool) -> None:
-    """Build FMI 2.0 co-simulation FMUs of model files and blocks, and validate them."""
-    from flexmbs_fmu.build import COMPONENTS, BuildError, build, build_component, default_models_dir
+@main.command("models")
+def models_command() -> None:
+    """List the model files shipped with flexmbs (use a name wherever a MODEL is asked for)."""
+    from .model.catalog import model_description, shipped_models
 
-    jobs = [(path, build) for path in model_files] + [(name, build_component) for name in blocks]
-    if build_all:
-        folder = default_models_dir()
-        if folder is None:
-            raise click.ClickException("--all: no models/ folder in the current directory")
-        jobs += [(str(p), build) for p in sorted(folder.glob("*.yaml"))]
-        jobs += [(name, build_component) for name in COMPONENTS if name not in blocks]
-    if not jobs:
-        raise click.UsageError("give model files, --block NAME, or --all")
-    failed = 0
-    for what, run in jobs:
-        try:
-            built = run(what, out_dir, check=not no_check)
-        except (BuildError, ModelError, OSError) as exc:
-            failed += 1
-            click.echo(f"FAILED {what}: {_message(exc)}", err=True)
-            continue
-        check = "not validated" if no_check else "valid (fmpy validate, fmutool -check)"
-        click.echo(f"{built.path}: {built.n_inputs} inputs, {built.n_parameters} parameters, "
-                   f"{built.n_outputs} outputs; {check}")
-    if failed:
-        raise click.ClickException(f"{failed} of {len(jobs)} FMUs failed")
+    known = shipped_models()
+    width = max(map(len, known), default=0)
+    for name, path in known.items():
+        click.echo(f"{name:<{width}}  {model_description(path)}")
+    click.echo(f"({len(known)} models in {next(iter(known.values())).parent if known else '-'})")
+
+
+def _register_plugins() -> None:
+    """Add the commands other installed packages register under the entry-point group
+    `flexmbs.commands` (the FMU layer's `build`): the core does not import them."""
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group="flexmbs.commands"):
+        if ep.name not in main.commands:
+            main.add_command(ep.load(), ep.name)
+
+
+_register_plugins()
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -21,13 +21,16 @@ from typing import Any, Literal, Optional, Sequence, Union, get_args, get_origin
 
 import yaml
 
+from .catalog import resolve
 from .elements import Joint, Marker, Model
 from .errors import Issue, Loc, ModelError, Report, show, unknown
 from .validate import SUPERELEMENT_FILES, check_model
 
 
 def load_model(path: Union[str, os.PathLike]) -> Model:
-    """Read a model YAML file, check it, and return the Model (source = `path`)."""
+    """Read a model YAML file, check it, and return the Model (source = `path`). `path` may also
+    be the name of a shipped model (`flexmbs models` lists them), e.g. "huang_two_link"."""
+    path = resolve(path)
     source = str(path)
     try:
         text = Path(path).read_text(encoding="utf-8")

@@ -7,12 +7,13 @@ from pathlib import Path
 
 
 def _source_digest() -> str:
-    """Digest of the numba source files: a new version of them gets a fresh cache folder, so a
-    stale index (whose pickled types no longer exist) is never read."""
+    """Digest of every module of the package (kernels live in several subpackages, and a new
+    one must not be forgotten): a new version gets a fresh cache folder, so a stale index
+    (whose pickled types no longer exist) is never read."""
     root = Path(__file__).parent
     h = hashlib.sha1()
-    for path in sorted([*root.glob("kernels/*.py"), *root.glob("solvers/*.py")]):
-        h.update(path.name.encode())
+    for path in sorted(root.rglob("*.py")):
+        h.update(path.relative_to(root).as_posix().encode())
         h.update(path.read_bytes())
     return h.hexdigest()[:12]
 

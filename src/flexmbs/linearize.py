@@ -40,7 +40,7 @@ import numpy as np
 from .kernels.dynamics import MOTION, rhs
 from .model.elements import JOINT_NV, Drive, Model, Profile
 from .signals import tip_marker
-from .simulate import lookup
+from .names import lookup
 from .solvers.stepper import state_scales
 from .system import System, compile_model
 

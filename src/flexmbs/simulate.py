@@ -3,28 +3,18 @@
 from __future__ import annotations
 
 import csv
-import difflib
 import time as _time
 from typing import Callable, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
 from .model.elements import Model
+from .names import lookup
 from .signals import Evaluator, output_width, signal_table
 from .solvers.stepper import Settings, SolverError, Stepper
 from .system import System, compile_model
 
 InputSpec = Union[None, Mapping[str, float], Callable[[float], Mapping[str, float]]]
-
-
-def lookup(table: Mapping, name: str, kind: str):
-    """table[name], or a KeyError naming the closest known names."""
-    try:
-        return table[name]
-    except KeyError:
-        close = difflib.get_close_matches(name, list(table), n=3)
-        hint = f"; did you mean {', '.join(close)}?" if close else ""
-        raise KeyError(f"no {kind} {name!r}{hint}") from None
 
 
 class Result:

@@ -1,0 +1,23 @@
+"""Name look-ups with suggestions: the one "did you mean" of the package."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Mapping
+from typing import TypeVar
+
+V = TypeVar("V")
+
+
+def did_you_mean(name: str, choices: Iterable[str], n: int = 1) -> str:
+    """' (did you mean 'a', 'b'?)' for the up to n choices closest to name, or ''."""
+    close = difflib.get_close_matches(str(name), [str(c) for c in choices], n=n)
+    return f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
+
+
+def lookup(table: Mapping[str, V], name: str, kind: str) -> V:
+    """table[name], or a KeyError naming the closest known names."""
+    try:
+        return table[name]
+    except KeyError:
+        raise KeyError(f"no {kind} {name!r}{did_you_mean(name, table, n=3)}") from None
