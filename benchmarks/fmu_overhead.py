@@ -31,6 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
+from flexmbs.model.catalog import models_dir
+
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = models_dir() / "huang_two_link.yaml"
 H = 1e-3
@@ -84,7 +86,6 @@ import time
 t0 = time.perf_counter()
 from fmpy import extract, read_model_description
 from fmpy.fmi2 import FMU2Slave
-from flexmbs.model.catalog import models_dir
 md = read_model_description({path!r})
 d = extract({path!r})
 t1 = time.perf_counter()

@@ -1,4 +1,4 @@
-"""He's crank-rocker with a flexible steel coupler (seed 004 Sec. 9.4) started by a 60 V step on
+"""He's crank-rocker with a flexible steel coupler (He 1993 Sec. 9.4) started by a 60 V step on
 his DC motor: two FMUs (mechanism and motor) co-simulated by the explicit master.
 
 The motor alone on a rigid, lossless linkage would settle where V = ra i + Kp w and
@@ -25,7 +25,7 @@ import numpy as np  # noqa: E402
 from _figures import finish  # noqa: E402
 
 from flexmbs_fmu.cosim import Master  # noqa: E402
-from flexmbs_fmu.servo import HE_MOTOR, crank_rocker_motor, midspan_deflection  # noqa: E402
+from designs import HE_MOTOR, crank_rocker_motor, midspan_deflection  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

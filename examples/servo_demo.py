@@ -23,7 +23,8 @@ import numpy as np  # noqa: E402
 from _figures import finish  # noqa: E402
 
 from flexmbs_fmu.cosim import Master, max_difference  # noqa: E402
-from flexmbs_fmu.servo import assembly, huang_servo  # noqa: E402
+from designs import huang_servo  # noqa: E402
+from flexmbs_fmu.servo import assembly  # noqa: E402
 from flexmbs_fmu.ssp import quiet_libcosim, run_fmpy, run_libcosim, write_ssp  # noqa: E402
 from flexmbs.model.catalog import models_dir
 

@@ -29,7 +29,8 @@ import numpy as np  # noqa: E402
 from _figures import finish  # noqa: E402
 
 from flexmbs_fmu.cosim import Master  # noqa: E402
-from flexmbs_fmu.servo import FIRST_KI, assembly, first_design, huang_servo, objective, tune  # noqa: E402
+from designs import FIRST_KI, huang_servo  # noqa: E402
+from flexmbs_fmu.servo import assembly, first_design, objective, tune  # noqa: E402
 from flexmbs.model.catalog import models_dir
 
 MODELS = models_dir()

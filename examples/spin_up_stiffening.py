@@ -1,4 +1,4 @@
-"""Spin-up of a rotating beam (seed 004 Sec. 9.3, Kane-Ryan-Banerjee data) with and without
+"""Spin-up of a rotating beam (He 1993 Sec. 9.3, Kane-Ryan-Banerjee data) with and without
 geometric stiffening: the plot of the README.
 
     python examples/spin_up_stiffening.py [--out out]   (docs/img/spin_up.png: --out docs/img)

@@ -1,4 +1,4 @@
-"""Verlinden's flexible slider-crank (seed 001, Example 3): the elastic rod closes the loop
+"""Verlinden's flexible slider-crank (Verlinden et al., Example 3): the elastic rod closes the loop
 with no constraint. Drives the crank with the placeholder torque pulse of the model file and
 plots crank speed, crank-tip deflection and rod elongation.
 

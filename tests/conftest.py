@@ -3,13 +3,17 @@ session into one folder."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
+
 from flexmbs.model.catalog import models_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = models_dir()
+# the demos' designs (examples/designs.py) are example data, not package code
+sys.path.insert(0, str(ROOT / "examples"))
 
 
 @pytest.fixture(scope="session")

@@ -7,7 +7,7 @@ import numpy as np
 from flexmbs.model import (Body, Damping, Drive, Joint, Marker, Material, Model, Profile, Section, Sensor,
                            Solver)
 
-# Huang's aluminium link (seed 000 Table 3.1)
+# Huang's aluminium link (Huang 1998 Table 3.1)
 LINK2 = dict(length=1.02, rho=2770.0, E=0.69e11, G=0.26e11, width=0.0127, thickness=0.0016)
 
 

@@ -8,14 +8,14 @@ import pytest
 from scipy.integrate import trapezoid
 
 from flexmbs_fmu.cosim import Master
-from flexmbs_fmu.servo import HE_MOTOR, crank_rocker_motor, midspan_deflection
+from designs import HE_MOTOR, crank_rocker_motor, midspan_deflection
 
 
 def test_motor_runs_the_crank_rocker_up_to_its_analytic_speed(fmu_dir) -> None:
     """Over whole crank turns the armature equation integrates to
     V = ra <i> + Kp <w> + La (i_end - i_start) / T exactly (the last term vanishes in periodic
     steady state); the co-simulation holds it to its coupling error (1e-5 V at 1 ms). With a lossless rigid linkage the
-    mean speed would be Kp V / (ra D + Kp^2) = 73.95 rad/s (seed 004 notes, C2); the flexible
+    mean speed would be Kp V / (ra D + Kp^2) = 73.95 rad/s (He 1993, Sec. 9.4: his motor data); the flexible
     coupler's damping and the speed ripple may only shift it slightly (< 0.5 %). The cut joint keeps
     the loop closed (projection), and the coupler bends under its inertia loads."""
     asm = crank_rocker_motor(fmu_dir, voltage=60.0, stop_time=3.0)

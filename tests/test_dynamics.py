@@ -104,7 +104,7 @@ def test_rigid_limit():
     soft = flexmbs.simulate(huang_arm(modes=2), 1.5, output_step=0.05)
     for j in ("shoulder.q", "elbow.q"):
         assert np.abs(stiff[j] - rigid[j]).max() < 2e-5
-    # and the real link differs visibly: flexibility matters (seed 000 E5)
+    # and the real link differs visibly: flexibility matters (Huang 1998, Ch. 3)
     assert np.abs(soft["elbow.q"] - rigid["elbow.q"]).max() > 1e-2
 
 

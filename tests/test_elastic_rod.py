@@ -6,7 +6,6 @@ conservation and convergence in the crank's modes."""
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,7 +15,7 @@ from flexmbs.model import Body, Drive, Joint, Load, Loops, Marker, Material, Mod
 from flexmbs.model.catalog import models_dir
 
 MODELS = models_dir()
-E, RHO, A = 2.1e6, 7.8e-3, 9.0                 # Table 1 of seed 001 (3 m x 3 m section)
+E, RHO, A = 2.1e6, 7.8e-3, 9.0                 # Table 1 of Verlinden et al. (3 m x 3 m section)
 L1, L2, SLIDER = 10.0, 20.0, 5.0
 
 

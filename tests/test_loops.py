@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import copy
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -186,7 +185,7 @@ def test_bricard_past_its_bifurcation_stops_with_a_clear_error() -> None:
 
 def crank_rocker(E: float = 2.07e11, modes: int = 3):
     """He's crank-rocker (flexible steel coupler in the loop) with its crank spun up smoothly to
-    30 rad/s in 0.2 s (seed 004's spin-up law)."""
+    30 rad/s in 0.2 s (He 1993's spin-up law)."""
     model = flexmbs.load_model(MODELS / "he_crank_rocker.yaml")
     model.joint("crank").drive = Drive("motion", profile=Profile("spin_up", omega_s=30.0, t_s=0.2))
     coupler = model.body("coupler")

@@ -1,6 +1,5 @@
 """The shipped model files: conservative ones conserve energy, damped ones dissipate it."""
 
-from pathlib import Path
 
 import numpy as np
 import pytest

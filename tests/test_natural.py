@@ -2,11 +2,10 @@
 matrix, every joint a constraint, block factorisation in topology order), selected with
 solver.formulation: natural, against the joint-coordinate formulation with cut joints (two
 independent formulations of the same rigid closed-loop mechanisms must agree), against a dense
-solve of the same equations, and against the fill bound of seed 002."""
+solve of the same equations, and against the fill bound of Kraus et al. 2001."""
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import pytest

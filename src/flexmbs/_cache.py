@@ -7,14 +7,16 @@ from pathlib import Path
 
 
 def _source_digest() -> str:
-    """Digest of every module of the package (kernels live in several subpackages, and a new
-    one must not be forgotten): a new version gets a fresh cache folder, so a stale index
-    (whose pickled types no longer exist) is never read."""
+    """Digest of every module that holds numba code (found by its numba import, so a new kernel
+    module anywhere in the package is never left out): a new version gets a fresh cache
+    folder, so a stale index (whose pickled types no longer exist) is never read."""
     root = Path(__file__).parent
     h = hashlib.sha1()
     for path in sorted(root.rglob("*.py")):
-        h.update(path.relative_to(root).as_posix().encode())
-        h.update(path.read_bytes())
+        source = path.read_bytes()
+        if b"from numba" in source or b"import numba" in source:
+            h.update(path.relative_to(root).as_posix().encode())
+            h.update(source)
     return h.hexdigest()[:12]
 
 

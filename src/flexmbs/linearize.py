@@ -37,56 +37,18 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .kernels.dynamics import MOTION, rhs
+from .kernels.drives import MOTION
+from .kernels.dynamics import rhs
 from .model.elements import JOINT_NV, Drive, Model, Profile
 from .signals import tip_marker
 from .names import lookup
+from .so3 import quat_from_rotvec, quat_mul, right_jacobian_inv, rotvec_from_quat
 from .solvers.stepper import state_scales
 from .system import System, compile_model
 
 __all__ = ["LinearSystem", "ModesResult", "equilibrium", "linearize", "modes"]
 
 _FD = np.finfo(float).eps ** (1.0 / 3.0)
-
-
-# --------------------------------------------------------------------------- quaternion helpers
-
-
-def _qmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Hamilton product a (x) b of quaternions [w, x, y, z]."""
-    aw, av = a[0], a[1:]
-    bw, bv = b[0], b[1:]
-    return np.concatenate([[aw * bw - av @ bv], aw * bv + bw * av + np.cross(av, bv)])
-
-
-def _qexp(rv: np.ndarray) -> np.ndarray:
-    """Unit quaternion of the rotation vector rv [rad] (= exp of the pure quaternion rv/2)."""
-    th = float(np.linalg.norm(rv))
-    if th < 1e-8:
-        return np.concatenate([[1.0 - th * th / 8.0], 0.5 * rv])
-    return np.concatenate([[np.cos(th / 2)], np.sin(th / 2) / th * rv])
-
-
-def _qlog(q: np.ndarray) -> np.ndarray:
-    """Rotation vector [rad] of a unit quaternion (shortest rotation)."""
-    q = q / np.linalg.norm(q)
-    if q[0] < 0:
-        q = -q
-    s = float(np.linalg.norm(q[1:]))
-    if s < 1e-12:
-        return 2.0 * q[1:]
-    return 2.0 * np.arctan2(s, q[0]) / s * q[1:]
-
-
-def _jr_inv(rv: np.ndarray) -> np.ndarray:
-    """Inverse right Jacobian of SO(3): d(rv)/dt = J_r(rv)^-1 w for R = R_ref exp(rv), w in body axes."""
-    th = float(np.linalg.norm(rv))
-    k = np.array([[0.0, -rv[2], rv[1]], [rv[2], 0.0, -rv[0]], [-rv[1], rv[0], 0.0]])
-    if th < 1e-4:
-        c = 1.0 / 12.0 + th * th / 720.0
-    else:
-        c = 1.0 / th ** 2 - (1.0 + np.cos(th)) / (2.0 * th * np.sin(th))
-    return np.eye(3) + 0.5 * k + c * (k @ k)
 
 
 # --------------------------------------------------------------------------- coordinates
@@ -177,7 +139,7 @@ class _Coordinates:
         m = self.scalar_q >= 0
         x[self.scalar_q[m]] += dz[:npos][m]
         for qk, _, idx in self.quats:
-            x[qk:qk + 4] = _qmul(x_ref[qk:qk + 4], _qexp(dz[idx]))
+            x[qk:qk + 4] = quat_mul(x_ref[qk:qk + 4], quat_from_rotvec(dz[idx]))
         x[self.nq + self.vel_c] += dz[npos:]
         return x
 
@@ -190,7 +152,7 @@ class _Coordinates:
         m = self.scalar_q >= 0
         zd[:npos][m] = W.xu[self.vel_c[m]]
         for _, uk, idx in self.quats:
-            zd[idx] = _jr_inv(dz[idx]) @ W.xu[uk:uk + 3]
+            zd[idx] = right_jacobian_inv(dz[idx]) @ W.xu[uk:uk + 3]
         zd[npos:] = xd[self.nq + self.vel_c]
         return zd
 
@@ -205,7 +167,7 @@ class _Coordinates:
             return float(xd[self.nq + spec[1]])
         if kind == "rot":
             qk = self.quats[spec[1]][0]
-            return float(_qlog(_qmul(x_ref[qk:qk + 4] * np.array([1, -1, -1, -1]), W.xq[qk:qk + 4]))[spec[2]])
+            return float(rotvec_from_quat(quat_mul(x_ref[qk:qk + 4] * np.array([1, -1, -1, -1]), W.xq[qk:qk + 4]))[spec[2]])
         _, i, e0, n, phi, H = spec
         eta = W.xq[e0:e0 + n]
         val = float(phi @ eta)

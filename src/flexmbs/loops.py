@@ -17,14 +17,12 @@ The kernels (kernels/constraints.py) evaluate g, G = dg/du and the velocity-prod
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
 import numpy as np
 
-from .model import Issue, Joint, ModelError
-
-if TYPE_CHECKING:
-    from .system import System
+from .model import Issue, Joint, Model, ModelError
+from .so3 import frame_with_axis
 
 POSITION, ALIGN = 0, 1
 ROWS = {
@@ -39,15 +37,6 @@ ROWS = {
 TOL = 1e-11
 
 
-def joint_frame(axis: Sequence[float]) -> np.ndarray:
-    """E = [e1 e2 e3] with e3 along `axis` and e1, e2 completing a right-handed frame."""
-    e3 = np.asarray(axis, float) / np.linalg.norm(axis)
-    helper = np.eye(3)[int(np.argmin(np.abs(e3)))]
-    e1 = np.cross(helper, e3)
-    e1 /= np.linalg.norm(e1)
-    return np.column_stack([e1, np.cross(e3, e1), e3])
-
-
 def row_names(cut: Joint) -> list[str]:
     """Names of the constraint rows of a cut joint, e.g. `pin: offset e1`, `pin: tilt e3.e1'`."""
     return [f"{cut.name}: offset e{i + 1}" if kind == POSITION else f"{cut.name}: tilt e{i + 1}.e{j + 1}'"
@@ -57,33 +46,35 @@ def row_names(cut: Joint) -> list[str]:
 def cut_rows(cuts: Sequence[Joint], markers: dict[str, int]) -> dict[str, np.ndarray]:
     """The constraint-row arrays of the kernels (cr_*), all rows in use."""
     rows = [(markers[f"{c.parent}.{c.parent_marker}"], markers[f"{c.child}.{c.child_marker}"], kind, i, j,
-             joint_frame(c.axis)) for c in cuts for kind, i, j in ROWS[c.type]]
+             frame_with_axis(c.axis)) for c in cuts for kind, i, j in ROWS[c.type]]
     n = len(rows)
     ints = lambda k: np.array([r[k] for r in rows], np.int64)  # noqa: E731
     return {"cr_a": ints(0), "cr_b": ints(1), "cr_kind": ints(2), "cr_i": ints(3), "cr_j": ints(4),
             "cr_E": np.array([r[5] for r in rows], float).reshape(n, 3, 3), "cr_on": np.ones(n, np.int64)}
 
 
-class _Loops:
-    """Evaluates the loop constraints of a System at a state (one workspace)."""
+class Loops:
+    """Evaluates the loop constraints of compiled arrays at a state (own workspace).
 
-    def __init__(self, system: System) -> None:
+    arrays: the SystemArrays; ref: the same boxed for the kernels; active: mask of the rows in
+    use (redundant rows dropped)."""
+
+    def __init__(self, arrays: tuple, ref, active: np.ndarray) -> None:
         from .kernels.constraints import loop_state
         from .kernels.dynamics import qdot_of
         from .kernels.structs import box, make_workspace
 
-        self.system = system
-        self.S = system.ref
-        self.work = make_workspace(system.arrays)     # shared with the boxed copy the kernels see
+        self.arrays = arrays
+        self.S = ref
+        self.work = make_workspace(arrays)     # shared with the boxed copy the kernels see
         self.Wr = box(self.work)
         self._state, self._qdot = loop_state, qdot_of
-        self.on = system.arrays.cr_on
+        self.active = np.asarray(active, dtype=bool)
 
     def eval(self, q: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(g, G) of the rows in use at (q, u)."""
         self._state(self.S, self.Wr, q, u)
-        active = self.on.astype(bool)
-        return self.work.c_g[active].copy(), self.work.c_G[active].copy()
+        return self.work.c_g[self.active].copy(), self.work.c_G[self.active].copy()
 
     def residual(self, q: np.ndarray, u: np.ndarray) -> float:
         """Largest residual of every row, the dropped redundant ones included [m or 1]."""
@@ -95,23 +86,23 @@ class _Loops:
         qd = np.zeros_like(q)
         self._qdot(self.S, q, du, qd)
         q += qd
-        for k in self.system.arrays.quat_q:
+        for k in self.arrays.quat_q:
             if k >= 0:
                 q[k:k + 4] /= np.linalg.norm(q[k:k + 4])
 
 
-def _free_columns(system: System, held: Sequence[str]) -> np.ndarray:
+def free_columns(arrays: tuple, joint_u: dict[str, tuple[int, int]], held: Sequence[str]) -> np.ndarray:
     """Mask of the velocity coordinates that may move: not prescribed, not in `held` joints."""
-    from .kernels.dynamics import MOTION
+    from .kernels.drives import MOTION
 
-    free = system.arrays.drive != MOTION
+    free = arrays.drive != MOTION
     for name in held:
-        u0, n = system.joint_u[name]
+        u0, n = joint_u[name]
         free[u0:u0 + n] = False
     return free
 
 
-def project_positions(loops: _Loops, q: np.ndarray, u: np.ndarray, free: np.ndarray,
+def project_positions(loops: Loops, q: np.ndarray, u: np.ndarray, free: np.ndarray,
                       max_iter: int = 30) -> float:
     """Newton with least-norm steps on the free coordinates until |g| <= TOL; returns |g|."""
     for _ in range(max_iter):
@@ -128,37 +119,47 @@ def project_positions(loops: _Loops, q: np.ndarray, u: np.ndarray, free: np.ndar
     return float(np.max(np.abs(g), initial=0.0))
 
 
-def project_velocities(loops: _Loops, q: np.ndarray, u: np.ndarray, free: np.ndarray) -> None:
+def project_velocities(loops: Loops, q: np.ndarray, u: np.ndarray, free: np.ndarray) -> None:
     """u <- the nearest velocities (in the free coordinates) with G u = 0."""
     _, G = loops.eval(q, u)
     Gf = G[:, free]
     u[free] -= np.linalg.lstsq(Gf, G @ u, rcond=None)[0] if Gf.size else 0.0
 
 
-def assemble(system: System) -> None:
-    """Make system.q0, u0 satisfy the loop constraints: Newton from the model's approximate q0
-    with the `independent` joints (and prescribed ones) held; drop dependent constraint rows
-    (rank of G by a pivoted QR), recorded in system.loop_redundant. Raises ModelError naming the
-    cut whose loop cannot close and by how much."""
+@dataclass(frozen=True)
+class Assembly:
+    """Consistent initial conditions of a loop model: q0, u0 on the constraints; active: mask of
+    the constraint rows kept; redundant: indices of the rows found dependent and dropped."""
+
+    q0: np.ndarray
+    u0: np.ndarray
+    active: np.ndarray
+    redundant: list[int]
+
+
+def assemble(model: Model, arrays: tuple, ref, joint_u: dict[str, tuple[int, int]], row_names_: list[str],
+             q0: np.ndarray, u0: np.ndarray, input_defaults: np.ndarray) -> Assembly:
+    """Consistent initial conditions: Newton from the model's approximate q0 with the
+    `independent` joints (and prescribed ones) held; dependent constraint rows dropped (rank of
+    G by a pivoted QR). Raises ModelError naming the cut whose loop cannot close and by how much."""
     from scipy.linalg import qr
 
-    from .kernels.dynamics import apply_prescribed
+    from .kernels.drives import apply_prescribed
 
-    loops = _Loops(system)
-    model = system.model
-    free = _free_columns(system, model.loops.independent)
-    q, u = system.q0.copy(), system.u0.copy()
-    apply_prescribed(system.ref, 0.0, q, u, system.input_defaults, np.zeros(u.size))
+    loops = Loops(arrays, ref, np.ones(arrays.cr_a.size, bool))
+    free = free_columns(arrays, joint_u, model.loops.independent)
+    q, u = q0.copy(), u0.copy()
+    apply_prescribed(ref, 0.0, q, u, input_defaults, np.zeros(u.size))
     # rank with all rows at the approximate pose, then again once assembled
     for _ in range(2):
         err = project_positions(loops, q, u, free)
         _, G = loops.eval(q, u)
-        _drop_dependent(system, G, qr)
+        loops.active[np.nonzero(loops.active)[0][_dependent(G, qr)]] = False
     if err > TOL or loops.residual(q, u) > TOL:
         loops.residual(q, u)
         g_all = loops.work.c_g.copy()
         worst = int(np.argmax(np.abs(g_all)))
-        row = system.loop_rows[worst]
+        row = row_names_[worst]
         k = next(i for i, c in enumerate(model.loops.cuts) if row.startswith(f"{c.name}:"))
         unit = "m" if "offset" in row else "of a unit vector"
         held = ", ".join(model.loops.independent) or "no joint"
@@ -167,19 +168,14 @@ def assemble(system: System) -> None:
                                 f"'{row}' is off by {abs(g_all[worst]):.3g} ({unit}); check the link lengths, the "
                                 "cut's markers and the joints' approximate q0", file=model.source)])
     project_velocities(loops, q, u, free)
-    system.q0[:] = q
-    system.u0[:] = u
+    return Assembly(q, u, loops.active.copy(), [int(k) for k in np.nonzero(~loops.active)[0]])
 
 
-def _drop_dependent(system: System, G_active: np.ndarray, qr) -> None:
-    """Keep a maximal independent set of the rows in use (pivoted QR of G^T)."""
-    on = system.arrays.cr_on
-    rows = np.nonzero(on)[0]
-    if rows.size == 0:
-        return
+def _dependent(G_active: np.ndarray, qr) -> np.ndarray:
+    """Indices (into the rows of G_active) outside a maximal independent set (pivoted QR of G^T)."""
+    if G_active.shape[0] == 0:
+        return np.zeros(0, np.int64)
     _, R, piv = qr(G_active.T, mode="economic", pivoting=True)
     diag = np.abs(np.diag(R))
     rank = int(np.sum(diag > 1e-9 * max(diag[0], 1e-300)))
-    dropped = rows[piv[rank:]]
-    on[dropped] = 0
-    system.loop_redundant.extend(system.loop_rows[k] for k in dropped)
+    return piv[rank:]

@@ -16,12 +16,15 @@ from .flex import sections as sec
 from .flex.invariants import (
     FlexBodyData,
     beam_body,
-    epsilon_contract,
+    body_size,
+    consistent_mass_matrix,
+    points_mass_matrix,
+    rigid_mass_matrix,
     superelement_body,
 )
 from .flex.superelement import load_matrix_market, load_npz
 from .kernels import profiles as prof
-from .kernels.dynamics import MOTION, SERVO, TORQUE
+from .kernels.drives import MOTION, SERVO, TORQUE
 from .kernels.joints import CODE_OF, FREE, SPHERICAL
 from .kernels.structs import SystemArrays, box, make_workspace
 from .model import (
@@ -36,10 +39,10 @@ from .model import (
     ModelError,
     Section,
     inertia_matrix,
-    rotation_matrix,
     validate,
 )
 from .loops import assemble, cut_rows, row_names
+from .so3 import quat_from_rotvec, rotation_matrix
 from .model.segments import expand_segments
 
 
@@ -127,51 +130,6 @@ def flex_data(body: Body) -> Optional[FlexBodyData]:
     return None
 
 
-def _skew(a: np.ndarray) -> np.ndarray:
-    return np.array([[0.0, -a[2], a[1]], [a[2], 0.0, -a[0]], [-a[1], a[0], 0.0]])
-
-
-def rigid_mass_matrix(mass: float, com: np.ndarray, inertia_com: np.ndarray) -> np.ndarray:
-    """6x6 mass matrix in body-frame velocities [v; w] of the origin: mass [kg], com r_BC [m],
-    inertia about the centre of mass [kg m^2]."""
-    M = np.zeros((6, 6))
-    M[:3, :3] = mass * np.eye(3)
-    M[:3, 3:] = -mass * _skew(com)
-    M[3:, :3] = mass * _skew(com)
-    M[3:, 3:] = inertia_com + mass * (com @ com * np.eye(3) - np.outer(com, com))
-    return M
-
-
-def consistent_mass_matrix(d: FlexBodyData) -> np.ndarray:
-    """(6+n)^2 mass matrix of a flexible body at eta = 0 from its consistent invariants."""
-    n = d.n
-    M = np.zeros((6 + n, 6 + n))
-    M[:3, :3] = d.mass * np.eye(3)
-    M[:3, 3:6] = -_skew(d.S0)
-    M[3:6, :3] = _skew(d.S0)
-    M[3:6, 3:6] = d.J0
-    M[:3, 6:] = d.Sb
-    M[3:6, 6:] = epsilon_contract(d.Sbkl) + d.Ir
-    M[6:, :6] = M[:6, 6:].T
-    M[6:, 6:] = d.Me
-    return M
-
-
-def points_mass_matrix(d: FlexBodyData) -> np.ndarray:
-    """(6+n)^2 mass matrix of a flexible body's mass points at eta = 0: sum m G^T G."""
-    n = d.n
-    M = np.zeros((6 + n, 6 + n))
-    for m, r, P in zip(d.point_mass, d.point_position, d.point_shapes):
-        G = np.hstack([np.eye(3), -_skew(r), P])
-        M += m * G.T @ G
-    return M
-
-
-def body_size(d: FlexBodyData) -> float:
-    """Characteristic size of a flexible body [m]: beam length or the extent of its nodes."""
-    return max(d.length, float(np.ptp(d.node_positions, axis=0).max()), 1e-3)
-
-
 def _tree_order(model: Model) -> list[int]:
     """Joint indices ordered so that every parent body precedes its children."""
     by_parent: dict[str, list[int]] = {}
@@ -198,9 +156,7 @@ def _initial_joint_q(jtype: str, q0) -> np.ndarray:
         if rot.size == 0:
             quat = np.array([1.0, 0.0, 0.0, 0.0])
         elif rot.size == 3:
-            th = np.linalg.norm(rot)
-            axis = rot / th if th > 0 else np.array([1.0, 0.0, 0.0])
-            quat = np.concatenate([[np.cos(th / 2)], np.sin(th / 2) * axis])
+            quat = quat_from_rotvec(rot)
         else:
             quat = rot / np.linalg.norm(rot)
         if jtype == "free":
@@ -432,16 +388,24 @@ def compile_model(model: Model) -> System:
         q0[jq[i]:jq[i] + jnq[i]] = _initial_joint_q(j.type, j.q0)
         if len(j.qd0):
             u0[ju[i]:ju[i] + jnv[i]] = np.asarray(j.qd0, dtype=float).ravel()
-    system = System(
+    joint_u = {j.name: (int(ju[i]), int(jnv[i])) for i, j in enumerate(joints)}
+    loop_rows = [name for cut in model.loops.cuts for name in row_names(cut)]
+    defaults = np.array(input_defaults, float)
+    redundant: list[str] = []
+    if model.loops.cuts:
+        # consistent initial conditions and the independent constraint rows, evaluated on the
+        # provisional arrays; the System is then built once, with the result
+        done = assemble(model, arrays, box(arrays), joint_u, loop_rows, q0, u0, defaults)
+        q0, u0 = done.q0, done.u0
+        arrays = arrays._replace(cr_on=done.active.astype(np.int64))
+        redundant = [loop_rows[k] for k in done.redundant]
+    return System(
         model=model, arrays=arrays, q0=q0, u0=u0,
         bodies=[b.name for b in bodies], joints=[j.name for j in joints],
         joint_q={j.name: (int(jq[i]), int(jnq[i])) for i, j in enumerate(joints)},
-        joint_u={j.name: (int(ju[i]), int(jnv[i])) for i, j in enumerate(joints)},
+        joint_u=joint_u,
         body_eta={b.name: (int(eq[i]), int(nm[i])) for i, b in enumerate(bodies) if nm[i] > 0},
-        flex=flex, inputs=inputs, input_defaults=np.array(input_defaults, float),
+        flex=flex, inputs=inputs, input_defaults=defaults,
         markers=markers, sensors={s.name: markers[f"{s.body}.{s.marker}"] for s in model.sensors},
-        drives=drives, loop_rows=[name for cut in model.loops.cuts for name in row_names(cut)],
+        drives=drives, loop_rows=loop_rows, loop_redundant=redundant,
     )
-    if model.loops.cuts:
-        assemble(system)
-    return system

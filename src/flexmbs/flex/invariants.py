@@ -15,6 +15,7 @@ from .beam import DOFS_PER_NODE, Beam
 from .reduction import add_static_modes, clamped_dofs, constrained_modes
 from .sections import Section
 from .superelement import Superelement
+from ..so3 import skew
 
 # Levi-Civita symbol ε_akl.
 _EPS = np.zeros((3, 3, 3))
@@ -262,3 +263,47 @@ def superelement_body(
         dofs_per_node=d,
         stiffening=False,
     )
+
+
+# ---------------------------------------------------------------- body mass matrices at eta = 0
+# (the run-time mass matrix of the whole system: kernels/inertia.py)
+
+def rigid_mass_matrix(mass: float, com: np.ndarray, inertia_com: np.ndarray) -> np.ndarray:
+    """6x6 mass matrix in body-frame velocities [v; w] of the origin: mass [kg], com r_BC [m],
+    inertia about the centre of mass [kg m^2]."""
+    M = np.zeros((6, 6))
+    M[:3, :3] = mass * np.eye(3)
+    M[:3, 3:] = -mass * skew(com)
+    M[3:, :3] = mass * skew(com)
+    M[3:, 3:] = inertia_com + mass * (com @ com * np.eye(3) - np.outer(com, com))
+    return M
+
+
+def consistent_mass_matrix(d: FlexBodyData) -> np.ndarray:
+    """(6+n)^2 mass matrix of a flexible body at eta = 0 from its consistent invariants."""
+    n = d.n
+    M = np.zeros((6 + n, 6 + n))
+    M[:3, :3] = d.mass * np.eye(3)
+    M[:3, 3:6] = -skew(d.S0)
+    M[3:6, :3] = skew(d.S0)
+    M[3:6, 3:6] = d.J0
+    M[:3, 6:] = d.Sb
+    M[3:6, 6:] = epsilon_contract(d.Sbkl) + d.Ir
+    M[6:, :6] = M[:6, 6:].T
+    M[6:, 6:] = d.Me
+    return M
+
+
+def points_mass_matrix(d: FlexBodyData) -> np.ndarray:
+    """(6+n)^2 mass matrix of a flexible body's mass points at eta = 0: sum m G^T G."""
+    n = d.n
+    M = np.zeros((6 + n, 6 + n))
+    for m, r, P in zip(d.point_mass, d.point_position, d.point_shapes):
+        G = np.hstack([np.eye(3), -skew(r), P])
+        M += m * G.T @ G
+    return M
+
+
+def body_size(d: FlexBodyData) -> float:
+    """Characteristic size of a flexible body [m]: beam length or the extent of its nodes."""
+    return max(d.length, float(np.ptp(d.node_positions, axis=0).max()), 1e-3)

@@ -62,12 +62,12 @@ def body_terms(S, W, b, eta, etad, vb, wb, gb, Mb, hb, Fb):
     for i in range(nb6):
         hb[i] = 0.0
         Fb[i] = 0.0
-    r = W.m_t1
-    a = W.m_t2
-    t = W.m_sw
-    D = W.m_Ds
-    h = W.f_h
-    hd = W.f_hd
+    r = W.b_r
+    a = W.b_a
+    t = W.b_t
+    D = W.b_D
+    h = W.b_h
+    hd = W.b_hd
     for q in range(S.pt_n[b]):
         mq = S.pt_m[b, q]
         P = S.pt_P[b, q]

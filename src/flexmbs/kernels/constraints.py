@@ -24,13 +24,13 @@ def constraint_rows(S, W, q, u, g, G, gam):
     """Fill g (nc), G (nc x nv) and gam (nc) at (q, u), and W.c_dir: per row the world direction
     of its reaction on the child side per unit multiplier (-e for a position row, e x f for an
     alignment row); W must hold `forward` of (q, u)."""
-    ra, Aa, va, wa, Jva, Jwa, aa, ala = W.l_r, W.l_A, W.l_v, W.l_w, W.l_Jv, W.l_Jw, W.l_a, W.l_al
-    rb, Ab, vb, wb, Jvb, Jwb, ab, alb = W.l_r2, W.l_A2, W.l_v2, W.l_w2, W.l_Jv2, W.l_Jw2, W.c_a2, W.c_al2
+    ra, Aa, va, wa, Jva, Jwa, aa, ala = W.c_ra, W.c_Aa, W.c_va, W.c_wa, W.c_Jva, W.c_Jwa, W.c_aa, W.c_ala
+    rb, Ab, vb, wb, Jvb, Jwb, ab, alb = W.c_rb, W.c_Ab, W.c_vb, W.c_wb, W.c_Jvb, W.c_Jwb, W.c_ab, W.c_alb
     e, f, t = W.c_e, W.c_f, W.c_t
-    d = W.k_d
-    dd = W.k_t3
-    ed = W.m_t1
-    fd = W.m_t2
+    d = W.c_d
+    dd = W.c_dd
+    ed = W.c_ed
+    fd = W.c_fd
     nv = G.shape[1]
     for r in range(S.cr_a.shape[0]):
         marker_world(S, W, S.cr_a[r], q, u, ra, Aa, va, wa, Jva, Jwa, aa, ala, True)

@@ -1,214 +1,40 @@
-"""System equations M(q) udot = Q(q, u, t, inputs) in minimal coordinates, and the ODE
-right-hand side (numba).
+"""Forward dynamics in minimal coordinates (numba): the ODE right-hand side.
 
-M = sum_b Jb^T Mb Jb and Q = sum_b Jb^T (Fb - hb - Mb cb) + joint, drive and load forces, with
-Jb the body-frame Jacobian of body b (w_b = Jb u) and cb = Jbdot u (Kane's equations).
-Motion-driven coordinates are overwritten from their profile before evaluation and their
-acceleration is imposed, so prescribed motions carry their exact derivatives. Loop-closing
-constraints add G^T lambda (kernels/constraints.py).
+    M(q) udot = Q(q, u, t, inputs)
+
+evaluated in named stages, as MuJoCo's engine_forward does:
+
+1. drives      apply_prescribed: motion-driven coordinates take their profile values (exact
+               derivatives), their accelerations are known             (kernels/drives.py)
+2. kinematics  forward: body poses, velocities, velocity-product accelerations and world
+               Jacobians, root to leaves                               (kernels/kinematics.py)
+3. inertia     inertia: the mass matrix M and the bodies' inertial, gravity and elastic forces
+                                                                       (kernels/inertia.py)
+4. forces      joint_forces + load_forces: springs, dampers, torque inputs, servos, point
+               forces, spring-dampers                                  (drives.py, loads.py)
+5. solve       accelerations: prescribed rows moved to the right-hand side, Cholesky, loop
+               multipliers G^T lambda of cut joints                    (here, kernels/constraints.py)
 """
 
 import numpy as np
 from numba import njit
 
-from . import profiles
-from .body import body_terms
 from .constraints import constrained_solve, constraint_rows
-from .kinematics import forward, marker_world
-from .linalg import chol_factor, chol_solve, copy1, copy2, dot, fill1, fill2, mtv_add, mv
+from .drives import MOTION, apply_prescribed, joint_forces
+from .inertia import inertia
+from .kinematics import forward
+from .linalg import chol_factor, chol_solve, copy1, copy2, dot, fill1
+from .loads import load_forces
 from .rotations import JIT, quat_rate
-
-PASSIVE, TORQUE, MOTION, SERVO = 0, 1, 2, 3
-
-
-@njit(**JIT)
-def drive_profile(S, c, inputs, t):
-    """(q, qd, qdd) of the profile driving velocity coordinate c at time t [s]."""
-    p = S.drive_prof[c]
-    return profiles.evaluate(S.prof_code[p], S.prof_par[p], S.prof_t[p], S.prof_c[p], S.prof_n[p], inputs, t)
-
-
-@njit(**JIT)
-def apply_prescribed(S, t, q, u, inputs, udot):
-    """Overwrite the motion-driven coordinates and their rates with their profile values at
-    time t, and put the profile accelerations into udot."""
-    for c in range(S.nv):
-        if S.drive[c] == MOTION:
-            q[S.uq[c]], u[c], udot[c] = drive_profile(S, c, inputs, t)
-
-
-@njit(**JIT)
-def _body_jacobian(S, W, b):
-    """W.Jb[:6+n] = [A^T Jv; A^T Jw; E_eta], body-frame velocity W.wb and velocity-product
-    term W.cb = [A^T a - w x v; A^T al; 0]."""
-    n = S.nm[b]
-    Jb = W.Jb
-    A = W.A[b]
-    Jv = W.Jv[b]
-    Jw = W.Jw[b]
-    for c in range(S.nv):
-        for i in range(3):
-            Jb[i, c] = A[0, i] * Jv[0, c] + A[1, i] * Jv[1, c] + A[2, i] * Jv[2, c]
-            Jb[3 + i, c] = A[0, i] * Jw[0, c] + A[1, i] * Jw[1, c] + A[2, i] * Jw[2, c]
-        for k in range(n):
-            Jb[6 + k, c] = 0.0
-    for k in range(n):
-        Jb[6 + k, S.ev[b] + k] = 1.0
-    wb = W.wb
-    cb = W.cb
-    for i in range(3):
-        wb[i] = A[0, i] * W.v[b, 0] + A[1, i] * W.v[b, 1] + A[2, i] * W.v[b, 2]
-        wb[3 + i] = A[0, i] * W.w[b, 0] + A[1, i] * W.w[b, 1] + A[2, i] * W.w[b, 2]
-        cb[i] = A[0, i] * W.a[b, 0] + A[1, i] * W.a[b, 1] + A[2, i] * W.a[b, 2]
-        cb[3 + i] = A[0, i] * W.al[b, 0] + A[1, i] * W.al[b, 1] + A[2, i] * W.al[b, 2]
-        W.b_g[i] = A[0, i] * S.gravity[0] + A[1, i] * S.gravity[1] + A[2, i] * S.gravity[2]
-    cb[0] -= wb[4] * wb[2] - wb[5] * wb[1]
-    cb[1] -= wb[5] * wb[0] - wb[3] * wb[2]
-    cb[2] -= wb[3] * wb[1] - wb[4] * wb[0]
-    for k in range(n):
-        cb[6 + k] = 0.0
 
 
 @njit(**JIT)
 def assemble(S, W, t, q, u, inputs):
-    """Fill W.M (nv x nv) and W.Q (nv) at (t, q, u). q, u must already hold prescribed values."""
+    """Stages 2-4: W.M (nv x nv) and W.Q (nv) at (t, q, u); q, u must hold prescribed values."""
     forward(S, W, q, u)
-    M = W.M
-    Q = W.Q
-    nv = S.nv
-    fill2(M, 0.0)
-    fill1(Q, 0.0)
-    for b in range(S.nb):
-        n = S.nm[b]
-        nb6 = 6 + n
-        _body_jacobian(S, W, b)
-        e0 = S.eq[b]
-        v0 = S.ev[b]
-        eta = q[e0:e0 + n]
-        etad = u[v0:v0 + n]
-        Mb = W.Mb
-        hb = W.hb
-        Fb = W.Fb
-        body_terms(S, W, b, eta, etad, W.wb[0:3], W.wb[3:6], W.b_g, Mb, hb, Fb)
-        Jb = W.Jb
-        cb = W.cb
-        for i in range(nb6):
-            acc = Fb[i] - hb[i]
-            for j in range(nb6):
-                acc -= Mb[i, j] * cb[j]
-            Fb[i] = acc
-        for i in range(n):
-            acc = 0.0
-            for j in range(n):
-                acc += S.Ke[b, i, j] * eta[j] + S.De[b, i, j] * etad[j]
-            Fb[6 + i] -= acc
-        MJ = W.MJ
-        for i in range(nb6):
-            for c in range(nv):
-                acc = 0.0
-                for j in range(nb6):
-                    acc += Mb[i, j] * Jb[j, c]
-                MJ[i, c] = acc
-        for r in range(nv):
-            acc = 0.0
-            for i in range(nb6):
-                acc += Jb[i, r] * Fb[i]
-            Q[r] += acc
-            for c in range(r, nv):
-                acc = 0.0
-                for i in range(nb6):
-                    acc += Jb[i, r] * MJ[i, c]
-                M[r, c] += acc
-    for r in range(nv):
-        for c in range(r):
-            M[r, c] = M[c, r]
-    _joint_forces(S, t, q, u, inputs, M, Q)
-    _load_forces(S, W, q, u, inputs, M, Q)
-
-
-@njit(**JIT)
-def _joint_forces(S, t, q, u, inputs, M, Q):
-    """Joint springs/dampers, torque inputs, PD servos and rotor inertia (per coordinate)."""
-    for c in range(S.nv):
-        qc = S.uq[c]
-        if qc < 0:
-            continue
-        Q[c] -= S.k_spring[c] * (q[qc] - S.q_preload[c]) + S.c_spring[c] * u[c]
-        d = S.drive[c]
-        if d == TORQUE:
-            Q[c] += inputs[S.drive_in[c]]
-        elif d == SERVO:
-            qr, qdr, _ = drive_profile(S, c, inputs, t)
-            Q[c] += S.kp[c] * (qr - q[qc]) + S.kd[c] * (qdr - u[c])
-        M[c, c] += S.motor_J[c]
-
-
-@njit(**JIT)
-def _load_forces(S, W, q, u, inputs, M, Q):
-    """Point forces/torques on markers, spring-dampers between markers, and the mass of elastic
-    rods (spring-dampers with mass m spread evenly between their ends: the velocity along the
-    rod interpolates linearly between the ends' velocities, so T = m/6 (va^2 + va.vb + vb^2))."""
-    ra, Aa, va, wa, Jva, Jwa, aa, ala = W.l_r, W.l_A, W.l_v, W.l_w, W.l_Jv, W.l_Jw, W.l_a, W.l_al
-    rb, Ab, vb, wb, Jvb, Jwb, ab = W.l_r2, W.l_A2, W.l_v2, W.l_w2, W.l_Jv2, W.l_Jw2, W.l_a2
-    F = W.l_F
-    T = W.l_T
-    for f in range(S.pf_marker.shape[0]):
-        marker_world(S, W, S.pf_marker[f], q, u, ra, Aa, va, wa, Jva, Jwa, aa, ala, True)
-        i0 = S.pf_input[f]
-        for k in range(3):
-            F[k] = S.pf_force[f, k] + (inputs[i0 + k] if i0 >= 0 else 0.0)
-            T[k] = S.pf_torque[f, k] + (inputs[i0 + 3 + k] if i0 >= 0 else 0.0)
-        if S.pf_frame[f] == 1:
-            mv(Aa, F, W.m_t1)
-            copy1(W.m_t1, F)
-            mv(Aa, T, W.m_t1)
-            copy1(W.m_t1, T)
-        mtv_add(Jva, F, Q, 1.0)
-        mtv_add(Jwa, T, Q, 1.0)
-    for s in range(S.sd_a.shape[0]):
-        marker_world(S, W, S.sd_a[s], q, u, ra, Aa, va, wa, Jva, Jwa, aa, ala, True)
-        marker_world(S, W, S.sd_b[s], q, u, rb, Ab, vb, wb, Jvb, Jwb, ab, ala, True)
-        if S.sd_m[s] > 0.0:
-            _rod_inertia(S, S.sd_m[s], Jva, Jvb, aa, ab, M, Q)
-        for k in range(3):
-            F[k] = rb[k] - ra[k]
-        if S.sd_l0[s] == 0.0:
-            # zero rest length: an isotropic bushing, F = k d + c d', with no direction to lose
-            for k in range(3):
-                F[k] = S.sd_k[s] * F[k] + S.sd_c[s] * (vb[k] - va[k])
-            mtv_add(Jva, F, Q, 1.0)
-            mtv_add(Jvb, F, Q, -1.0)
-            continue
-        ln = np.sqrt(dot(F, F))
-        if ln < 1e-12:
-            continue
-        ldot = 0.0
-        for k in range(3):
-            F[k] /= ln
-            ldot += F[k] * (vb[k] - va[k])
-        f_ = S.sd_k[s] * (ln - S.sd_l0[s]) + S.sd_c[s] * ldot
-        mtv_add(Jva, F, Q, f_)
-        mtv_add(Jvb, F, Q, -f_)
-
-
-@njit(**JIT)
-def _rod_inertia(S, m, Ja, Jb, aa, ab, M, Q):
-    """M += m/6 [Ja; Jb]^T [[2, 1], [1, 2]] [Ja; Jb] (3-vectors), and Q gets the matching
-    velocity-product and gravity terms (gravity: m/2 at each end); aa, ab: the ends'
-    velocity-product accelerations."""
-    nv = M.shape[0]
-    c = m / 6.0
-    for r in range(nv):
-        fr = 0.0
-        for k in range(3):
-            fr += (Ja[k, r] + Jb[k, r]) * 0.5 * m * S.gravity[k]
-            fr -= c * (Ja[k, r] * (2.0 * aa[k] + ab[k]) + Jb[k, r] * (aa[k] + 2.0 * ab[k]))
-        Q[r] += fr
-        for col in range(nv):
-            acc = 0.0
-            for k in range(3):
-                acc += Ja[k, r] * (2.0 * Ja[k, col] + Jb[k, col]) + Jb[k, r] * (Ja[k, col] + 2.0 * Jb[k, col])
-            M[r, col] += c * acc
+    inertia(S, W, q, u)
+    joint_forces(S, t, q, u, inputs, W.Q)
+    load_forces(S, W, q, u, inputs, W.Q)
 
 
 @njit(**JIT)
@@ -219,13 +45,13 @@ def accelerations(S, W, t, q, u, inputs, udot):
     assemble(S, W, t, q, u, inputs)
     M = W.M
     nv = S.nv
-    rhs_ = W.rhs
+    rhs_ = W.s_rhs
     copy1(W.Q, rhs_)
     npres = 0
     for c in range(nv):
         if S.drive[c] == MOTION:
             qdd = udot[c]
-            copy1(M[c], W.Mrow[npres])
+            copy1(M[c], W.s_Mrow[npres])
             npres += 1
             for r in range(nv):
                 rhs_[r] -= M[r, c] * qdd
@@ -256,7 +82,7 @@ def accelerations(S, W, t, q, u, inputs, udot):
     npres = 0
     for c in range(nv):
         if S.drive[c] == MOTION:
-            W.tau_drive[c] = dot(W.Mrow[npres], udot) - W.Q[c]
+            W.tau_drive[c] = dot(W.s_Mrow[npres], udot) - W.Q[c]
             for r in range(nc):
                 W.tau_drive[c] += W.c_G0[r, c] * W.c_lam[r]
             npres += 1

@@ -17,14 +17,14 @@ def energies(S, W, t, q, u, inputs, out):
     out[0] = 0.5 * quad(u, W.M, u)
     vg = 0.0
     ve = 0.0
-    s = W.m_t1
+    s = W.e_s
     for b in range(S.nb):
         n = S.nm[b]
         eta = q[S.eq[b]:S.eq[b] + n]
         m = first_moment(S, b, eta, s)
-        mv(W.A[b], s, W.m_t2)
+        mv(W.A[b], s, W.e_t)
         for k in range(3):
-            vg -= S.gravity[k] * (m * W.r[b, k] + W.m_t2[k])
+            vg -= S.gravity[k] * (m * W.r[b, k] + W.e_t[k])
         ve += 0.5 * quad(eta, S.Ke[b, :n, :n], eta)
     out[2] = ve
     vs = 0.0
@@ -32,13 +32,13 @@ def energies(S, W, t, q, u, inputs, out):
         if S.uq[c] >= 0:
             vs += 0.5 * S.k_spring[c] * (q[S.uq[c]] - S.q_preload[c]) ** 2
     for k in range(S.sd_a.shape[0]):
-        marker_world(S, W, S.sd_a[k], q, u, W.l_r, W.l_A, W.l_v, W.l_w, W.l_Jv, W.l_Jw, W.l_a, W.l_al, False)
-        marker_world(S, W, S.sd_b[k], q, u, W.l_r2, W.l_A2, W.l_v2, W.l_w2, W.l_Jv2, W.l_Jw2, W.l_a, W.l_al, False)
-        d = W.l_F
+        marker_world(S, W, S.sd_a[k], q, u, W.e_ra, W.e_A, W.e_v, W.e_w, W.e_Jv, W.e_Jw, W.e_a, W.e_al, False)
+        marker_world(S, W, S.sd_b[k], q, u, W.e_rb, W.e_A, W.e_v, W.e_w, W.e_Jv, W.e_Jw, W.e_a, W.e_al, False)
+        d = W.e_t
         for i in range(3):
-            d[i] = W.l_r2[i] - W.l_r[i]
+            d[i] = W.e_rb[i] - W.e_ra[i]
         vs += 0.5 * S.sd_k[k] * (np.sqrt(dot(d, d)) - S.sd_l0[k]) ** 2
         for i in range(3):
-            vg -= 0.5 * S.sd_m[k] * S.gravity[i] * (W.l_r[i] + W.l_r2[i])
+            vg -= 0.5 * S.sd_m[k] * S.gravity[i] * (W.e_ra[i] + W.e_rb[i])
     out[1] = vg
     out[3] = vs

@@ -64,8 +64,8 @@ def marker_local(S, W, k, q, u):
     Ds = W.m_Ds
     psi = W.m_psi
     psid = W.m_psid
-    h = W.f_h
-    ehe, dhd = foreshortening(H, eta, etad, h, W.f_hd)
+    h = W.m_h
+    ehe, dhd = foreshortening(H, eta, etad, h, W.m_hd)
     for j in range(n):
         for i in range(3):
             Ds[i, j] = Phi[i, j]
@@ -169,7 +169,7 @@ def forward(S, W, q, u):
     """Fill W.r, W.A, W.v, W.w, W.a, W.al, W.Jv, W.Jw for every body, root to leaves."""
     rm, Am, vm, wm, am, alm = W.k_r, W.k_A, W.k_v, W.k_w, W.k_a, W.k_al
     Jvm, Jwm = W.k_Jv, W.k_Jw
-    pJ, RJ, cw, t1 = W.k_p, W.k_R, W.k_cw, W.m_t1
+    pJ, RJ, cw, t1 = W.k_p, W.k_R, W.k_cw, W.k_t1
     pw, wrel, vrel, d, tmp3 = W.k_pw, W.k_wrel, W.k_vrel, W.k_d, W.k_t3
     for i in range(S.nb):
         marker_world(S, W, S.pmark[i], q, u, rm, Am, vm, wm, Jvm, Jwm, am, alm, True)

@@ -3,7 +3,8 @@
 import numpy as np
 from numba import njit
 
-from .dynamics import MOTION, SERVO, TORQUE, accelerations, drive_profile
+from .drives import MOTION, SERVO, TORQUE, drive_profile
+from .dynamics import accelerations
 from .energy import energies
 from .kinematics import marker_world
 from .linalg import copy1
@@ -33,7 +34,7 @@ def sample(S, W, sensors, t, X, inputs, Xout, Ud, Tau, En, Sens, Loop):
     [r (3), v (3), R row-major (9), w (3)] in the world frame, Loop[k, r] = loop constraint row r
     as [residual, multiplier, reaction direction (3, world)]."""
     nq = S.nq
-    r, A, v, w = W.l_r, W.l_A, W.l_v, W.l_w
+    r, A, v, w = W.o_r, W.o_A, W.o_v, W.o_w
     for k in range(t.size):
         q = Xout[k, :nq]
         u = Xout[k, nq:]
@@ -51,7 +52,7 @@ def sample(S, W, sensors, t, X, inputs, Xout, Ud, Tau, En, Sens, Loop):
             Tau[k, :] = np.nan
             Loop[k, :, 1] = np.nan
         for s in range(sensors.size):
-            marker_world(S, W, sensors[s], q, u, r, A, v, w, W.l_Jv, W.l_Jw, W.l_a, W.l_al, False)
+            marker_world(S, W, sensors[s], q, u, r, A, v, w, W.o_Jv, W.o_Jw, W.o_a, W.o_al, False)
             Sens[k, s, 0:3] = r
             Sens[k, s, 3:6] = v
             for i in range(3):

@@ -15,73 +15,157 @@ from numba.extending import intrinsic
 
 from .rotations import JIT
 
-SystemArrays = namedtuple("SystemArrays", [
-    "nb", "nq", "nv", "gravity",
-    # tree and joints, per body
-    "parent", "jtype", "pmark", "c_pos", "c_R", "axis1", "axis2", "jq", "jnq", "ju", "jnv",
-    "quat_q", "quat_u",
-    # body inertia (flexible bodies padded to nmax modes)
-    "nm", "eq", "ev", "eta_max", "mass", "pt_n", "pt_m", "pt_s", "pt_P", "pt_H", "Mc", "Ke", "De",
+# Sizes: nb bodies (tree order, every parent before its children), nq / nv position / velocity
+# coordinates, nmax the most modes of any body (>= 1; per-body arrays are padded to it), npmax
+# the most mass points, nmk markers (the ground's first), nprof motion profiles, ntab spline
+# knots, npf point loads, nsd spring-dampers and elastic rods, nc loop-constraint rows.
+# Frames: W world; B a body's floating frame (at its joint's child marker / clamped reference);
+# M a marker frame; P the parent marker of a joint. r_XY: position of Y in X.
+SYSTEM_FIELDS: tuple[tuple[str, str], ...] = (
+    ("nb", "number of bodies"),
+    ("nq", "number of position coordinates q = [joint coordinates in tree order; modal coordinates]"),
+    ("nv", "number of velocity coordinates u (= nq less one per quaternion)"),
+    ("gravity", "(3,) gravitational acceleration in W [m/s^2]"),
+    # tree and joints, per body (each body has exactly one inboard joint)
+    ("parent", "(nb,) parent body index, -1 for ground"),
+    ("jtype", "(nb,) joint type code (kernels/joints.py: FIXED ... FREE)"),
+    ("pmark", "(nb,) marker index of the joint's parent marker P"),
+    ("c_pos", "(nb, 3) r_BC: the joint's child marker C in the body frame B [m]"),
+    ("c_R", "(nb, 3, 3) R_BC: orientation of the child marker in B"),
+    ("axis1", "(nb, 3) first joint axis, unit, in P"),
+    ("axis2", "(nb, 3) second joint axis (universal, planar), unit, in P"),
+    ("jq", "(nb,) index of the joint's first coordinate in q"),
+    ("jnq", "(nb,) number of the joint's position coordinates"),
+    ("ju", "(nb,) index of the joint's first coordinate in u"),
+    ("jnv", "(nb,) number of the joint's velocity coordinates"),
+    ("quat_q", "(nb,) index in q of the joint's quaternion [w, x, y, z], -1 if none"),
+    ("quat_u", "(nb,) index in u of the joint's angular velocity (child axes) paired with it, -1 if none"),
+    # body inertia: flexible bodies padded to nmax modes (kernels/body.py)
+    ("nm", "(nb,) number of modal coordinates eta of each body (0: rigid)"),
+    ("eq", "(nb,) index of the body's first modal coordinate in q"),
+    ("ev", "(nb,) index of the body's first modal rate in u"),
+    ("eta_max", "(nb, nmax) modal amplitude that deflects the body by its own size: divergence bound [1]"),
+    ("mass", "(nb,) body mass [kg]"),
+    ("pt_n", "(nb,) number of mass points of the body"),
+    ("pt_m", "(nb, npmax) mass of each point [kg]"),
+    ("pt_s", "(nb, npmax, 3) undeformed position of each point in B [m]"),
+    ("pt_P", "(nb, npmax, 3, nmax) translational mode shapes of each point in B [m per unit eta]"),
+    ("pt_H", "(nb, npmax, nmax, nmax) foreshortening matrix: axial displacement -1/2 eta^T H eta [1/m]"),
+    ("Mc", "(nb, 6+nmax, 6+nmax) constant part of the body mass matrix in z = [v; w; etad] (B axes) "
+           "[kg, kg m, kg m^2]: all of a rigid body; what its points do not carry for a flexible one"),
+    ("Ke", "(nb, nmax, nmax) modal stiffness [N m per unit eta^2]"),
+    ("De", "(nb, nmax, nmax) modal damping [N m s per unit eta^2]"),
     # markers
-    "mk_body", "mk_s0", "mk_R0", "mk_Phi", "mk_Psi", "mk_H",
-    # per velocity coordinate: q index, spring, drive
-    "uq", "k_spring", "c_spring", "q_preload", "drive", "drive_in", "drive_prof", "kp", "kd", "motor_J",
-    # profiles
-    "prof_code", "prof_par", "prof_t", "prof_c", "prof_n",
+    ("mk_body", "(nmk,) owning body, -1 for ground"),
+    ("mk_s0", "(nmk, 3) undeformed position r_BM [m] (ground: in W)"),
+    ("mk_R0", "(nmk, 3, 3) undeformed orientation R_BM"),
+    ("mk_Phi", "(nmk, 3, nmax) translational mode shapes at the marker, B axes [m per unit eta]"),
+    ("mk_Psi", "(nmk, 3, nmax) rotational mode shapes at the marker (rotation vector), B axes [rad per unit eta]"),
+    ("mk_H", "(nmk, nmax, nmax) foreshortening matrix at the marker [1/m]"),
+    # per velocity coordinate
+    ("uq", "(nv,) index in q of the position coordinate whose rate this is, -1 for quaternion rates"),
+    ("k_spring", "(nv,) joint spring stiffness [N m/rad or N/m]"),
+    ("c_spring", "(nv,) joint damper [N m s/rad or N s/m]"),
+    ("q_preload", "(nv,) spring rest position [rad or m]"),
+    ("drive", "(nv,) drive code (kernels/drives.py: PASSIVE, TORQUE, MOTION, SERVO)"),
+    ("drive_in", "(nv,) index of a torque drive's input, -1 otherwise"),
+    ("drive_prof", "(nv,) index of a motion/servo drive's profile, -1 otherwise"),
+    ("kp", "(nv,) servo stiffness [N m/rad or N/m]"),
+    ("kd", "(nv,) servo damping [N m s/rad or N s/m]"),
+    ("motor_J", "(nv,) rotor inertia on the coordinate (motor + reflected gear) [kg m^2 or kg]"),
+    # motion profiles (kernels/profiles.py)
+    ("prof_code", "(nprof,) profile type code"),
+    ("prof_par", "(nprof, NPAR) profile parameters (meaning per type in profiles.py)"),
+    ("prof_t", "(nprof, ntab) spline knots of table profiles [s]"),
+    ("prof_c", "(nprof, ntab, 4) cubic coefficients per knot interval"),
+    ("prof_n", "(nprof,) number of knots"),
     # loads
-    "pf_marker", "pf_force", "pf_torque", "pf_frame", "pf_input",
-    "sd_a", "sd_b", "sd_k", "sd_c", "sd_l0", "sd_m",
-    # loop-closing constraints, per row: markers, kind (0 position, 1 axis dot), axes, joint frame, in use
-    "cr_a", "cr_b", "cr_kind", "cr_i", "cr_j", "cr_E", "cr_on",
-])
+    ("pf_marker", "(npf,) marker of each point load"),
+    ("pf_force", "(npf, 3) constant force [N] (frame: pf_frame)"),
+    ("pf_torque", "(npf, 3) constant torque [N m]"),
+    ("pf_frame", "(npf,) 0: components in W, 1: in the marker frame"),
+    ("pf_input", "(npf,) index of its first of six inputs (force, torque), -1 if none"),
+    ("sd_a", "(nsd,) first marker of each spring-damper / rod"),
+    ("sd_b", "(nsd,) second marker"),
+    ("sd_k", "(nsd,) stiffness [N/m] (rod: E A / L)"),
+    ("sd_c", "(nsd,) damping [N s/m]"),
+    ("sd_l0", "(nsd,) rest length [m]; 0: isotropic bushing"),
+    ("sd_m", "(nsd,) mass of an elastic rod [kg], 0 for a massless spring-damper"),
+    # loop-closing constraints, per row (flexmbs/loops.py)
+    ("cr_a", "(nc,) marker a (the cut joint's parent side)"),
+    ("cr_b", "(nc,) marker b (child side)"),
+    ("cr_kind", "(nc,) 0: position e_i^A . (r_b - r_a); 1: alignment e_i^A . e_j^B"),
+    ("cr_i", "(nc,) column i of the joint frame E on side a"),
+    ("cr_j", "(nc,) column j of E on side b (alignment rows)"),
+    ("cr_E", "(nc, 3, 3) joint frame E = [e1 e2 e3] in both marker frames (e3: the cut joint's axis)"),
+    ("cr_on", "(nc,) 1 if the row is kept, 0 if dropped as redundant"),
+)
+SystemArrays = namedtuple("SystemArrays", [name for name, _ in SYSTEM_FIELDS])
+SystemArrays.__doc__ = "The compiled System as flat arrays (fields: SYSTEM_FIELDS)."
 
-Workspace = namedtuple("Workspace", [
-    "r", "A", "v", "w", "a", "al", "Jv", "Jw",
-    "k_r", "k_A", "k_v", "k_w", "k_a", "k_al", "k_Jv", "k_Jw", "k_p", "k_R", "k_cw", "k_Sv", "k_Sw",
-    "k_R1", "k_R2", "k_b", "k_pw", "k_wrel", "k_vrel", "k_d", "k_t3",
-    "m_s", "m_Ds", "m_sd", "m_sb", "m_R", "m_wr", "m_wb", "m_t1", "m_t2", "m_psi", "m_psid", "m_E", "m_T",
-    "m_sw", "m_sdw", "m_wrw", "m_TPsi",
-    "b_S", "b_pv", "b_pw", "b_g", "f_h", "f_hd",
-    "Jb", "cb", "wb", "Mb", "hb", "Fb", "MJ", "rhs", "l_F", "l_T",
-    "l_r", "l_A", "l_v", "l_w", "l_Jv", "l_Jw", "l_a", "l_al",
-    "l_r2", "l_A2", "l_v2", "l_w2", "l_Jv2", "l_Jw2", "l_a2",
-    "M", "Q", "L", "Mrow", "tau_drive", "xq", "xu",
-    "c_g", "c_G", "c_G0", "c_gam", "c_X", "c_S", "c_LS", "c_lam", "c_r", "c_dir", "c_a2", "c_al2", "c_e", "c_f",
-    "c_t",
-])
+
+def _marker_frame(prefix: str, nv: int, suffixes: str = "") -> dict:
+    """Scratch for one marker's world pose and motion as `marker_world` fills it: r (3) [m],
+    A (3, 3) R_WM, v, w (3) [m/s, rad/s], Jv, Jw (3, nv), a, al (3) velocity-product
+    accelerations [m/s^2, rad/s^2], all in W."""
+    z = np.zeros
+    out = {}
+    for s in suffixes or [""]:
+        out.update({f"{prefix}r{s}": z(3), f"{prefix}A{s}": z((3, 3)), f"{prefix}v{s}": z(3),
+                    f"{prefix}w{s}": z(3), f"{prefix}Jv{s}": z((3, nv)), f"{prefix}Jw{s}": z((3, nv)),
+                    f"{prefix}a{s}": z(3), f"{prefix}al{s}": z(3)})
+    return out
 
 
+def _workspace_fields(S) -> dict:
+    """Scratch and stage results for the System arrays S, by field name. Each kernel owns the fields of its
+    prefix and no other kernel writes them:
 
-
-def make_workspace(S) -> tuple:
-    """Scratch arrays sized for the System arrays S."""
+    stage results (read by later stages and outputs):
+      r, A, v, w, a, al (nb, 3 / 3x3): body frame origin r_WB [m], R_WB, velocity [m/s],
+        angular velocity [rad/s], velocity-product accelerations (Jdot u) [m/s^2, rad/s^2], in W;
+      Jv, Jw (nb, 3, nv): world Jacobians, v = Jv u, w = Jw u;
+      M (nv, nv) mass matrix; Q (nv) generalised forces; L (nv, nv) Cholesky factor of the
+      (drive-modified) M; tau_drive (nv) torque [N m or N] of each motion drive;
+      c_g, c_G, c_gam, c_lam, c_dir: constraint residuals, Jacobian, velocity-product term,
+      multipliers [N or N m] and reaction directions (kernels/constraints.py);
+    scratch by kernel:
+      k_*  kinematics.forward        m_*  kinematics.marker_local / marker_world
+      b_*  body.body_terms           i_*  inertia.inertia (per-body Jacobian i_J, z, c, M, h, F)
+      l_*  loads.load_forces         s_*  dynamics.accelerations (solve)
+      c_*  constraints               e_*  energy.energies        o_*  outputs.sample
+      xq, xu: dynamics.rhs's copies of q and u (prescribed values are written into them).
+    """
     nb, nv = S.nb, S.nv
     nc = S.cr_a.shape[0]
     nmax = S.Ke.shape[1]
     nbd = 6 + nmax
     z = np.zeros
-    return Workspace(
+    return dict(
         r=z((nb, 3)), A=z((nb, 3, 3)), v=z((nb, 3)), w=z((nb, 3)), a=z((nb, 3)), al=z((nb, 3)),
         Jv=z((nb, 3, nv)), Jw=z((nb, 3, nv)),
+        M=z((nv, nv)), Q=z(nv), L=z((nv, nv)), tau_drive=z(nv),
         k_r=z(3), k_A=z((3, 3)), k_v=z(3), k_w=z(3), k_a=z(3), k_al=z(3), k_Jv=z((3, nv)), k_Jw=z((3, nv)),
         k_p=z(3), k_R=z((3, 3)), k_cw=z(3), k_Sv=z((3, 6)), k_Sw=z((3, 6)),
         k_R1=z((3, 3)), k_R2=z((3, 3)), k_b=z(3), k_pw=z(3), k_wrel=z(3), k_vrel=z(3), k_d=z(3), k_t3=z(3),
+        k_t1=z(3),
         m_s=z(3), m_Ds=z((3, nmax)), m_sd=z(3), m_sb=z(3), m_R=z((3, 3)), m_wr=z(3), m_wb=z(3),
-        m_t1=z(3), m_t2=z(3), m_psi=z(3), m_psid=z(3), m_E=z((3, 3)), m_T=z((3, 3)),
-        m_sw=z(3), m_sdw=z(3), m_wrw=z(3), m_TPsi=z((3, nmax)),
-        b_S=z(3), b_pv=z(3), b_pw=z(3), b_g=z(3), f_h=z(nmax), f_hd=z(nmax),
-        Jb=z((nbd, nv)), cb=z(nbd), wb=z(nbd), Mb=z((nbd, nbd)), hb=z(nbd), Fb=z(nbd),
-        MJ=z((nbd, nv)), rhs=z(nv), l_F=z(3), l_T=z(3),
-        l_r=z(3), l_A=z((3, 3)), l_v=z(3), l_w=z(3), l_Jv=z((3, nv)), l_Jw=z((3, nv)), l_a=z(3), l_al=z(3),
-        l_r2=z(3), l_A2=z((3, 3)), l_v2=z(3), l_w2=z(3), l_Jv2=z((3, nv)), l_Jw2=z((3, nv)), l_a2=z(3),
-        M=z((nv, nv)), Q=z(nv), L=z((nv, nv)), Mrow=z((nv, nv)), tau_drive=z(nv),
+        m_t1=z(3), m_psi=z(3), m_psid=z(3), m_E=z((3, 3)), m_T=z((3, 3)),
+        m_sw=z(3), m_sdw=z(3), m_wrw=z(3), m_TPsi=z((3, nmax)), m_h=z(nmax), m_hd=z(nmax),
+        b_r=z(3), b_a=z(3), b_t=z(3), b_D=z((3, nmax)), b_h=z(nmax), b_hd=z(nmax),
+        b_S=z(3), b_pv=z(3), b_pw=z(3),
+        i_J=z((nbd, nv)), i_c=z(nbd), i_z=z(nbd), i_g=z(3), i_M=z((nbd, nbd)), i_h=z(nbd), i_F=z(nbd),
+        i_MJ=z((nbd, nv)), **_marker_frame("i_", nv, "ab"),
+        l_F=z(3), l_T=z(3), l_t=z(3), **_marker_frame("l_", nv, "ab"),
+        s_rhs=z(nv), s_Mrow=z((nv, nv)),
         xq=z(S.nq), xu=z(nv),
         c_g=z(nc), c_G=z((nc, nv)), c_G0=z((nc, nv)), c_gam=z(nc), c_X=z((nc, nv)), c_S=z((nc, nc)),
-        c_LS=z((nc, nc)), c_lam=z(nc), c_r=z(nc), c_dir=z((nc, 3)), c_a2=z(3), c_al2=z(3), c_e=z(3), c_f=z(3),
-        c_t=z(3),
+        c_LS=z((nc, nc)), c_lam=z(nc), c_r=z(nc), c_dir=z((nc, 3)), c_e=z(3), c_f=z(3), c_t=z(3),
+        c_d=z(3), c_dd=z(3), c_ed=z(3), c_fd=z(3), **_marker_frame("c_", nv, "ab"),
+        e_s=z(3), e_t=z(3), e_ra=z(3), e_rb=z(3), e_A=z((3, 3)), e_v=z(3), e_w=z(3), e_Jv=z((3, nv)),
+        e_Jw=z((3, nv)), e_a=z(3), e_al=z(3),
+        **_marker_frame("o_", nv),
     )
-
-
 
 
 @structref.register
@@ -140,6 +224,15 @@ def _prototype_system() -> tuple:
 
 
 _SYSTEM = _prototype_system()
+Workspace = namedtuple("Workspace", list(_workspace_fields(_SYSTEM)))
+Workspace.__doc__ = "Stage results and per-kernel scratch of the kernels (see _workspace_fields)."
+
+
+def make_workspace(S) -> tuple:
+    """A fresh Workspace for the System arrays S."""
+    return Workspace(**_workspace_fields(S))
+
+
 SYSTEM_STRUCT = _struct_of(_SYSTEM)
 WORK_STRUCT = _struct_of(make_workspace(_SYSTEM))
 

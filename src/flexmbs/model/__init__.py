@@ -2,10 +2,11 @@
 
 from .elements import (CUT_TYPES, GROUND, JOINT_NQ, JOINT_NV, JOINT_TYPES, METHODS, PROFILE_TYPES, Body,
                        Damping, Drive, Joint, Load, Loops, Marker, Material, Model, Profile, Section,
-                       Sensor, Solver, Spring, rotation_matrix)
+                       Sensor, Solver, Spring)
 from .errors import Issue, ModelError
 from .loader import load_model, model_from_dict
 from .validate import inertia_matrix, validate
+from ..so3 import rotation_matrix
 
 __all__ = [
     "CUT_TYPES", "GROUND", "JOINT_NQ", "JOINT_NV", "JOINT_TYPES", "METHODS", "PROFILE_TYPES", "Body", "Damping",

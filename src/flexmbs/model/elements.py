@@ -16,9 +16,7 @@ Conventions (all SI units):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, Optional, Sequence, Union
-
-import numpy as np
+from typing import Literal, Optional, Sequence
 
 GROUND = "ground"
 
@@ -140,9 +138,9 @@ class Profile:
 
     constant: value + rate t (rate [1/s], default 0). ramp: quintic from q0 to q1 over [t0, t1]
     (zero velocity and acceleration at both ends). cycloidal: q0 + (q1 - q0)(s - sin(2 pi s)/(2 pi)),
-    s = (t - t0)/(t1 - t0) (seed 004 eqs. 9.21-9.26; zero rate at both ends). sine: offset + amplitude sin(2 pi frequency t + phase) (frequency [Hz], phase
+    s = (t - t0)/(t1 - t0) (He 1993 eqs. 9.21-9.26; zero rate at both ends). sine: offset + amplitude sin(2 pi frequency t + phase) (frequency [Hz], phase
     [rad]). table: times and values, interpolated by a C2 cubic spline (clamped, zero end slope),
-    held constant outside. spin_up: seed 004 eq. 9.18 angle with final rate omega_s [rad/s]
+    held constant outside. spin_up: He 1993 eq. 9.18 angle with final rate omega_s [rad/s]
     reached at t_s [s]. input: taken from the model inputs at run time (FMU).
     """
 
@@ -169,7 +167,7 @@ class Drive:
 
     passive: no drive. torque: a joint torque [N m] (force [N] for prismatic) from the input
     named `<joint>.tau` (value `torque` until set). motion: q follows `profile` exactly; the
-    driving torque is an output. servo: PD servo with motor inertia (seed 000 Ch. 3),
+    driving torque is an output. servo: PD servo with motor inertia (Huang 1998 Ch. 3),
     tau = kp (q_ref - q) + kd (qd_ref - qd), motor_inertia [kg m^2] reflected to the joint side.
     """
 
@@ -246,7 +244,7 @@ class Load:
     `section` (its area A): axial stiffness E A / length along the line between the ends, axial
     `damping` [N s/m], and its mass rho A length with the consistent (linear) distribution
     between the ends, exact for its rigid motion; it bends not (a two-force member). It closes a
-    loop by its elasticity, with no constraint (seed 001, Example 3)."""
+    loop by its elasticity, with no constraint (Verlinden et al., Example 3)."""
 
     type: Literal["point_force", "spring_damper", "elastic_rod"]
     name: str = ""
@@ -348,16 +346,3 @@ class Model:
             if j.name == name:
                 return j
         raise KeyError(f"no joint named {name!r}; known joints: {', '.join(j.name for j in self.joints)}")
-
-
-def rotation_matrix(spec: Optional[Union[Sequence[Sequence[float]], dict]]) -> np.ndarray:
-    """R_BM from a 3x3 matrix, or {axis: [..], angle: deg}. None -> identity."""
-    if spec is None:
-        return np.eye(3)
-    if isinstance(spec, dict):
-        axis = np.asarray(spec["axis"], dtype=float)
-        axis = axis / np.linalg.norm(axis)
-        ang = np.deg2rad(float(spec.get("angle", 0.0)))
-        k = np.array([[0, -axis[2], axis[1]], [axis[2], 0, -axis[0]], [-axis[1], axis[0], 0]])
-        return np.eye(3) + np.sin(ang) * k + (1 - np.cos(ang)) * k @ k
-    return np.asarray(spec, dtype=float).reshape(3, 3)

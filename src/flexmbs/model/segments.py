@@ -1,5 +1,5 @@
 """Corotational chains: a beam with `segments: k` becomes k beams, each with its own floating
-frame, joined rigidly end to end (seed 001's chain of corotational elements).
+frame, joined rigidly end to end (Verlinden et al.'s chain of corotational elements).
 
 Each segment is small-deflection in its own frame while the chain as a whole bends by large
 rotations between the frames, so the chain converges to the geometrically nonlinear beam as k

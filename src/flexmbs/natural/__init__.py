@@ -1,5 +1,5 @@
 """A second, independent formulation for rigid mechanisms with closed loops: natural
-coordinates with a constant mass matrix and a topology-ordered block factorisation (seed 002).
+coordinates with a constant mass matrix and a topology-ordered block factorisation (Kraus et al. 2001).
 Selected by `solver: {formulation: natural}` in the model file (flexmbs.simulate then runs it);
 it shares nothing with the joint-coordinate kernels but the model file and the output signals,
 and serves as their cross-check.

@@ -1,4 +1,4 @@
-"""Compiled form of a rigid mechanism in natural coordinates (seed 002): per body its 12
+"""Compiled form of a rigid mechanism in natural coordinates (Kraus et al. 2001): per body its 12
 coordinates, constant mass matrix and gravity force; every constraint a row of one of two kinds;
 the joints grouped into blocks in a topology order for the block factorisation.
 
@@ -24,7 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..model import Model, rotation_matrix
+from ..model import Model
+from ..so3 import frame_with_axis, rotation_matrix
 from ..model.validate import inertia_matrix
 from ..system import System
 
@@ -93,8 +94,7 @@ class _Builder:
         sa, Ra = self.marker(j.parent, j.parent_marker)
         sb, Rb = self.marker(j.child, j.child_marker)
         e = np.asarray(j.axis, float) / np.linalg.norm(j.axis)
-        p1 = np.linalg.svd(e[None, :])[2][1]
-        p2 = np.cross(e, p1)
+        p1, p2, _ = frame_with_axis(e).T
         # body-side vectors are in body coordinates, ground-side ones in the world (Ra, Rb map marker -> body)
         if j.type in ("revolute", "spherical", "fixed"):
             for n in np.eye(3):

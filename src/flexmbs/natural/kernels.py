@@ -11,7 +11,7 @@ S = L L^T by block Cholesky in the order of arrays.py (leaves first; a loop adds
 its bodies), then a_b = a0_b - P_b sum_r J_r,b^T lam_r: linear in the number of bodies for
 chains and trees. Redundant rows (loops) are found while factoring the diagonal blocks: a row
 whose pivot has fallen below DROP times its diagonal depends on the rows before it; its
-multiplier is set to zero, which is the same as removing the row (seed 002, Sec. 8).
+multiplier is set to zero, which is the same as removing the row (Kraus et al. 2001, Sec. 8).
 """
 
 from collections import namedtuple
@@ -266,9 +266,8 @@ def solve(N, W, Q, gam, out):
     factorisation of `factor`. Q, out: (12 nb); gam: (rows)."""
     nb, ng = N.nb, N.g0.size
     t6 = W.t6
-    Rr = W.t12
     for bi in range(nb):
-        Mi, MiRt, P = N.Minv[bi], W.MiRt[bi], W.P[bi]
+        MiRt, P = W.MiRt[bi], W.P[bi]
         # a0 = P Q + M^-1 R^T W^-1 gam_R
         for k in range(6):
             t6[k] = gam[6 * bi + k]

@@ -9,7 +9,7 @@ import time as _time
 
 import numpy as np
 
-from ..model import rotation_matrix
+from ..so3 import frame_with_axis, rotation_matrix
 from ..system import System
 from .arrays import NaturalSystem
 from .kernels import accelerations, make_work, project
@@ -20,7 +20,7 @@ PROJECTION_TOL = 1e-12
 def initial_state(system: System) -> tuple[np.ndarray, np.ndarray]:
     """Natural coordinates and rates of the joint-coordinate System's initial state (its loops
     assembled): origin, axes and their rates per body."""
-    from ..kernels.dynamics import apply_prescribed
+    from ..kernels.drives import apply_prescribed
     from ..kernels.kinematics import forward
     from ..kernels.structs import box, make_workspace
 
@@ -79,8 +79,7 @@ class JointReader:
             pb, Ab, vb, wb = self._frame(x, xd, bb, sb, Rb)
             if jt == "revolute":
                 Rrel = Aa.T @ Ab
-                p1 = np.linalg.svd(e[None, :])[2][1]
-                p2 = np.cross(e, p1)
+                p1, p2, _ = frame_with_axis(e).T
                 th = np.arctan2(p2 @ Rrel @ p1, p1 @ Rrel @ p1)
                 rate = (Aa @ e) @ (wb - wa)
                 guess = q[iq] + 0.5 * (u[iu] + rate) * dt
@@ -100,7 +99,7 @@ def simulate_natural(ns: NaturalSystem, t: np.ndarray, rtol: float = 1e-10, atol
     evaluation: more than at the start means a near-singular pose) and statistics."""
     from scipy.integrate import solve_ivp
 
-    from ..kernels.dynamics import drive_profile
+    from ..kernels.drives import drive_profile
 
     system = ns.system
     N = ns.arrays

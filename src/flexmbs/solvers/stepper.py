@@ -8,10 +8,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..loops import TOL as LOOP_TOL
-from ..loops import project_positions, project_velocities
+from ..loops import Loops, free_columns, project_positions, project_velocities
 from ..model.elements import METHODS
-from ..system import System, body_size
-from ..kernels.dynamics import apply_prescribed
+from ..flex.invariants import body_size
+from ..system import System
+from ..kernels.drives import apply_prescribed
 from .common import DOPRI5, IMPLICIT, LOOP_OPEN, MESSAGES, OK, RK4, f_eval
 from .explicit import dopri5_advance, rk4_advance
 from .implicit import trbdf2_advance
@@ -80,19 +81,16 @@ class Stepper:
         scale = state_scales(system)
         self.atol = np.full(nx, settings.atol) if settings.atol is not None else settings.rtol * scale
         self.h = settings.step
-        self.fsal_valid = False
         self.nsteps = 0
         self.nrejected = 0
         self.loops = None
         if system.model.loops.cuts:
-            from ..loops import _free_columns, _Loops
-
-            self.loops, self.loop_free = _Loops(system), _free_columns(system, ())
+            self.loops = Loops(system.arrays, system.ref, system.arrays.cr_on.astype(bool))
+            self.loop_free = free_columns(system.arrays, system.joint_u, ())
 
     def reset(self) -> None:
         """Forget integrator memory (step-size history, FSAL stage)."""
         self.h = self.settings.step
-        self.fsal_valid = False
 
     def advance(self, t: float, x: np.ndarray, t_end: float, inputs: np.ndarray) -> None:
         """Integrate x in place from t to t_end [s] with constant inputs. Raises SolverError;

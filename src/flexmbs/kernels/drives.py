@@ -1,0 +1,46 @@
+"""Drives and joint forces per velocity coordinate (numba): prescribed motion, torque inputs,
+PD servos, joint springs and dampers.
+
+Drive codes (SystemArrays.drive): PASSIVE, TORQUE (an input), MOTION (a prescribed profile,
+its torque an output), SERVO (PD on a profile). Only the first coordinate of a joint is driven.
+"""
+
+from numba import njit
+
+from . import profiles
+from .rotations import JIT
+
+PASSIVE, TORQUE, MOTION, SERVO = 0, 1, 2, 3
+
+
+@njit(**JIT)
+def drive_profile(S, c, inputs, t):
+    """(q, qd, qdd) of the profile driving velocity coordinate c at time t [s]."""
+    p = S.drive_prof[c]
+    return profiles.evaluate(S.prof_code[p], S.prof_par[p], S.prof_t[p], S.prof_c[p], S.prof_n[p], inputs, t)
+
+
+@njit(**JIT)
+def apply_prescribed(S, t, q, u, inputs, udot):
+    """Overwrite the motion-driven coordinates and their rates with their profile values at
+    time t, and put the profile accelerations into udot."""
+    for c in range(S.nv):
+        if S.drive[c] == MOTION:
+            q[S.uq[c]], u[c], udot[c] = drive_profile(S, c, inputs, t)
+
+
+@njit(**JIT)
+def joint_forces(S, t, q, u, inputs, Q):
+    """Q += joint spring/damper forces -k (q - q_preload) - c qd, torque inputs and PD servo
+    torques kp (q_ref - q) + kd (qd_ref - qd), per joint coordinate [N m or N]."""
+    for c in range(S.nv):
+        qc = S.uq[c]
+        if qc < 0:
+            continue
+        Q[c] -= S.k_spring[c] * (q[qc] - S.q_preload[c]) + S.c_spring[c] * u[c]
+        d = S.drive[c]
+        if d == TORQUE:
+            Q[c] += inputs[S.drive_in[c]]
+        elif d == SERVO:
+            qr, qdr, _ = drive_profile(S, c, inputs, t)
+            Q[c] += S.kp[c] * (qr - q[qc]) + S.kd[c] * (qdr - u[c])
