@@ -16,6 +16,7 @@ import flexmbs
 from flexmbs.model.catalog import shipped_models
 
 CHECKOUT = Path(__file__).resolve().parents[1]
+SOURCES = CHECKOUT / "src"     # the source tree; a virtual environment may live in the checkout
 
 
 def _installed_modules() -> list[str]:
@@ -34,7 +35,7 @@ def test_package_comes_from_the_installation_not_the_checkout() -> None:
     assert Path(flexmbs.__file__).resolve() == recorded, (
         f"flexmbs imported from {flexmbs.__file__}, not from the installed distribution ({recorded}): "
         "the tests must run what `pip install .` installed")
-    assert CHECKOUT not in recorded.parents
+    assert SOURCES not in recorded.parents
 
 
 def test_every_installed_module_imports() -> None:
@@ -45,8 +46,8 @@ def test_every_installed_module_imports() -> None:
         if name.endswith("__main__"):
             continue
         importlib.import_module(name)
-    sources = {p.relative_to(CHECKOUT / "src").with_suffix("").as_posix().replace("/", ".").removesuffix(".__init__")
-               for p in (CHECKOUT / "src").rglob("*.py")} if (CHECKOUT / "src").is_dir() else set()
+    sources = {p.relative_to(SOURCES).with_suffix("").as_posix().replace("/", ".").removesuffix(".__init__")
+               for p in SOURCES.rglob("*.py")} if SOURCES.is_dir() else set()
     assert sources <= set(modules), f"not installed: {sorted(sources - set(modules))}"
 
 
@@ -72,5 +73,5 @@ def test_each_formulation_runs_from_a_foreign_folder(tmp_path, formulation) -> N
     run = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stderr
     where, q = run.stdout.split()
-    assert CHECKOUT not in Path(where).resolve().parents
+    assert SOURCES not in Path(where).resolve().parents
     assert np.isfinite(float(q))
