@@ -31,7 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
+from flexmbs.model.catalog import models_dir
+
 MODEL = models_dir() / "huang_two_link.yaml"
 H = 1e-3
 
