@@ -316,9 +316,14 @@ def double_pendulum(cfg: argparse.Namespace, peers: dict, rep: Report) -> None:
     ref = pe.double_pendulum_reference(t)
     early = t <= 2.0 + 1e-9
     for code, th in theta.items():
+        err = np.abs(th - ref)[early].max()
         diff = "" if code == "ours" else f", vs ours over 10 s {np.abs(th - theta['ours']).max():.1e}"
         log(f"  {code:7s} angles vs the Lagrange solution (DOP853, rtol 1e-12) over [0, 2] s: "
-            f"{np.abs(th - ref)[early].max():.1e} rad{diff}")
+            f"{err:.1e} rad{diff}")
+        # RK4 at 1 ms is 7e-10 rad off over [0, 2] s: more means a different model or scheme
+        if err > 1e-8:
+            raise RuntimeError(f"double_pendulum: {code} is {err:.2e} rad off the Lagrange "
+                               "solution over [0, 2] s: not the same problem")
     interleave(list(timers.values()), cfg.rounds)
     for code in ("exudyn", "mujoco"):
         if code in timers:
@@ -354,8 +359,11 @@ def chain_rhs(cfg: argparse.Namespace, peers: dict, rep: Report) -> None:
                                            [lk.inertia for lk in links], models.GRAVITY, q, qd)
             blocks["exudyn"] = blk, accel()
         for code, (blk, a) in blocks.items():
+            diffs.setdefault(code, {})[n] = d = float(np.abs(a - acc).max())
+            if d > 1e-9 * max(1.0, np.abs(acc).max()):
+                raise RuntimeError(f"chain_rhs N = {n}: {code}'s accelerations differ from ours "
+                                   f"by {d:.2e} rad/s^2: not the same model")
             timers[code] = Timer(code, per_call(blk, cfg.block))
-            diffs.setdefault(code, {})[n] = float(np.abs(a - acc).max())
         interleave(list(timers.values()), cfg.rounds)
         for code, tm in timers.items():
             results.setdefault(code, {})[n] = tm
@@ -415,6 +423,7 @@ def spin_up(cfg: argparse.Namespace, peers: dict, rep: Report) -> None:
             "(python benchmarks/peer_exudyn.py rebuilds the reference)")
         return
     cands: dict[str, list[tuple[Timer, float]]] = {"ours": [], "exudyn": []}
+    errors: dict[str, float] = {}
     # the model's default method is left out of --quick: today it takes 10-40 s on a chain
     settings = [("ours", s) for s in OURS_SPIN if "method" in s or not cfg.quick]
     if peers["exudyn"]:
@@ -440,6 +449,7 @@ def spin_up(cfg: argparse.Namespace, peers: dict, rep: Report) -> None:
         log(f"  {code:6s} {label:48s} error {err:.2e} m, first run {warm:.2f} s")
         if err <= SPIN_TOL:
             cands[code].append((Timer(label, timed(sim)), warm))
+            errors[label] = err
     # only settings that meet the tolerance can be picked; of those, skip any whose first run
     # took over 3x the quickest one's (it cannot be the cheapest)
     timers = []
@@ -448,6 +458,8 @@ def spin_up(cfg: argparse.Namespace, peers: dict, rep: Report) -> None:
             fastest = min(w for _, w in cs)
             timers += [tm for tm, w in cs if w <= 3.0 * fastest]
     interleave(timers, cfg.rounds)
+    for tm in timers:
+        log(f"  timed: {tm.label:48s} {_t(tm.best)} (median {_t(tm.median)})")
     picks = {}
     for code, cs in cands.items():
         done = [tm for tm, _ in cs if tm.times]
@@ -460,7 +472,9 @@ def spin_up(cfg: argparse.Namespace, peers: dict, rep: Report) -> None:
     if "ours" in picks and "exudyn" in picks:
         rep.add("spin_up", None, picks["ours"], "exudyn", picks["exudyn"],
                 ours_setting=picks["ours"].label, peer_setting=picks["exudyn"].label,
-                tol_m=SPIN_TOL)
+                ours_err_m=errors[picks["ours"].label], peer_err_m=errors[picks["exudyn"].label],
+                tol_m=SPIN_TOL,
+                timed={tm.label: [errors[tm.label], tm.best, tm.median] for tm in timers})
 
 
 def huang_arm(cfg: argparse.Namespace, peers: dict, rep: Report) -> None:
