@@ -422,10 +422,10 @@ def spin_up(cfg: argparse.Namespace, peers: dict, rep: Report) -> None:
         log(f"  {REFERENCE_FILE.name} is missing: spin_up skipped "
             "(python benchmarks/peer_exudyn.py rebuilds the reference)")
         return
-    cands: dict[str, list[tuple[Timer, float]]] = {"ours": [], "exudyn": []}
+    # only the settings that meet the tolerance can be picked, so only those are timed
+    cands: dict[str, list[Timer]] = {"ours": [], "exudyn": []}
     errors: dict[str, float] = {}
-    # the model's default method is left out of --quick: today it takes 10-40 s on a chain
-    settings = [("ours", s) for s in OURS_SPIN if "method" in s or not cfg.quick]
+    settings = [("ours", s) for s in OURS_SPIN]
     if peers["exudyn"]:
         settings += [("exudyn", s) for s in EXU_SPIN]
     for code, s in settings:
@@ -448,23 +448,16 @@ def spin_up(cfg: argparse.Namespace, peers: dict, rep: Report) -> None:
         err = float(np.abs(tip - ref).max())
         log(f"  {code:6s} {label:48s} error {err:.2e} m, first run {warm:.2f} s")
         if err <= SPIN_TOL:
-            cands[code].append((Timer(label, timed(sim)), warm))
+            cands[code].append(Timer(label, timed(sim)))
             errors[label] = err
-    # only settings that meet the tolerance can be picked; of those, skip any whose first run
-    # took over 3x the quickest one's (it cannot be the cheapest)
-    timers = []
-    for code, cs in cands.items():
-        if cs:
-            fastest = min(w for _, w in cs)
-            timers += [tm for tm, w in cs if w <= 3.0 * fastest]
+    timers = cands["ours"] + cands["exudyn"]
     interleave(timers, cfg.rounds)
     for tm in timers:
         log(f"  timed: {tm.label:48s} {_t(tm.best)} (median {_t(tm.median)})")
     picks = {}
     for code, cs in cands.items():
-        done = [tm for tm, _ in cs if tm.times]
-        if done:
-            picks[code] = min(done, key=lambda tm: tm.best)
+        if cs:
+            picks[code] = min(cs, key=lambda tm: tm.best)
             log(f"  {code}: cheapest at {SPIN_TOL:g} m: {picks[code].label} "
                 f"({_t(picks[code].best)})")
         else:
@@ -510,12 +503,12 @@ def loops_chain(cfg: argparse.Namespace, peers: dict, rep: Report) -> None:
     for n in ns:
         system = compile_model(model_from_dict(models.four_bar_chain(n)))
         joint, _ = ours_rhs(system, np.concatenate([system.q0, system.u0]))
-        ns_ = compile_natural(system)
-        W = natural_work(ns_.arrays, len(ns_.drives))
+        nat = compile_natural(system)
+        W = natural_work(nat.arrays, len(nat.drives))
         y, yd = natural_initial_state(system)
-        a = np.zeros(ns_.n)
+        a = np.zeros(nat.n)
 
-        def natural(k: int, N=ns_.arrays, W=W, y=y, yd=yd, a=a) -> None:
+        def natural(k: int, N=nat.arrays, W=W, y=y, yd=yd, a=a) -> None:
             _repeat_natural(N, W, y, yd, a, k)
 
         timers = [Timer("joint", per_call(joint, cfg.block)),
