@@ -33,7 +33,6 @@ import numpy as np
 
 from flexmbs.model.catalog import models_dir
 
-ROOT = Path(__file__).resolve().parent.parent
 MODEL = models_dir() / "huang_two_link.yaml"
 H = 1e-3
 

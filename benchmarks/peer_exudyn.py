@@ -1,6 +1,6 @@
 """Peer-side speed benchmarks with exudyn (https://github.com/jgerstmayr/EXUDYN).
 
-Two problems, each solved with exudyn's own standard building blocks, so that the
+Three problems, each solved with exudyn's own standard building blocks, so that the
 flexmbs timings can be put next to a well-known C++ multibody code:
 
 1. ``double_pendulum``: planar rigid double pendulum with exudyn's minimal-coordinate
@@ -14,6 +14,10 @@ flexmbs timings can be put next to a well-known C++ multibody code:
    ``spin_up_convergence`` refines elements and step size, ``spin_up_reference`` returns
    the finest-run tip history and ``spin_up_at_accuracy`` the cheapest setting that
    reaches a given max-norm accuracy against it.
+
+3. ``chain_rhs_case``: one forward-dynamics evaluation of a serial chain of rigid links as an
+   ``ObjectKinematicTree`` (``benchmarks/run.py`` builds the chain from
+   ``benchmarks/models.py`` and times it next to flexmbs, MuJoCo and Pinocchio).
 
 Every public function returns a plain dict / numpy arrays.  ``wall_time_s`` is always the
 best of ``repeats`` (default 3) timed calls of ``mbs.SolveDynamic`` only: model
@@ -171,30 +175,38 @@ def double_pendulum_reference(t_eval, m: float = 1.0, L: float = 1.0, g: float =
     return np.vstack([phi1, phi2 - phi1]).T  # (theta1, theta2 = relative angle)
 
 
-def _build_double_pendulum(m=1.0, L=1.0, g=9.81, sensor_period=None):
+def _build_tree(joint_axes, offsets, masses, coms, inertias, gravity, q0=None, qd0=None,
+                sensor_period=None):
+    """A serial chain as one ``ObjectKinematicTree`` on a ``NodeGenericODE2``.
+
+    joint_axes: "z" or "y" per joint (revolute about the parent link's axis); offsets: joint
+    position in the parent link's frame [m]; masses [kg]; coms: COM in the link frame [m];
+    inertias: principal moments about the COM along the link axes [kg m^2]; gravity [m/s^2];
+    q0, qd0: initial joint angles [rad] and rates [rad/s] (default 0).  Returns
+    (SystemContainer, mbs, node, sensor or None), assembled."""
     exu = _exudyn()
     from exudyn.itemInterface import NodeGenericODE2, ObjectKinematicTree, SensorNode
 
+    n = len(joint_axes)
+    q0 = np.zeros(n) if q0 is None else np.asarray(q0, dtype=float)
+    qd0 = np.zeros(n) if qd0 is None else np.asarray(qd0, dtype=float)
     SC = exu.SystemContainer()
     mbs = SC.AddSystem()
-    Ic = m * L * L / 12.0
-    # inertia about the COM in link coordinates (link axis = local x); only Izz matters in
-    # the plane, Iyy is set to the same slender-rod value for completeness.
-    J = np.diag([0.0, Ic, Ic])
-    node = mbs.AddNode(NodeGenericODE2(numberOfODE2Coordinates=2,
-                                       referenceCoordinates=[0.0, 0.0],
-                                       initialCoordinates=[0.0, 0.0],
-                                       initialCoordinates_t=[0.0, 0.0]))
+    types = {"z": exu.JointType.RevoluteZ, "y": exu.JointType.RevoluteY}
+    node = mbs.AddNode(NodeGenericODE2(numberOfODE2Coordinates=n,
+                                       referenceCoordinates=[0.0] * n,
+                                       initialCoordinates=q0.tolist(),
+                                       initialCoordinates_t=qd0.tolist()))
     mbs.AddObject(ObjectKinematicTree(
         nodeNumber=node,
-        jointTypes=[exu.JointType.RevoluteZ, exu.JointType.RevoluteZ],
-        linkParents=[-1, 0],
-        jointTransformations=exu.Matrix3DList([np.eye(3), np.eye(3)]),
-        jointOffsets=exu.Vector3DList([[0.0, 0.0, 0.0], [L, 0.0, 0.0]]),
-        linkInertiasCOM=exu.Matrix3DList([J, J]),
-        linkCOMs=exu.Vector3DList([[0.5 * L, 0.0, 0.0], [0.5 * L, 0.0, 0.0]]),
-        linkMasses=[m, m],
-        gravity=[0.0, -g, 0.0]))
+        jointTypes=[types[a] for a in joint_axes],
+        linkParents=list(range(-1, n - 1)),
+        jointTransformations=exu.Matrix3DList([np.eye(3)] * n),
+        jointOffsets=exu.Vector3DList([list(o) for o in offsets]),
+        linkInertiasCOM=exu.Matrix3DList([np.diag(i) for i in inertias]),
+        linkCOMs=exu.Vector3DList([list(c) for c in coms]),
+        linkMasses=list(masses),
+        gravity=list(gravity)))
     sensor = None
     if sensor_period is not None:
         sensor = mbs.AddSensor(SensorNode(nodeNumber=node, storeInternal=True,
@@ -202,6 +214,15 @@ def _build_double_pendulum(m=1.0, L=1.0, g=9.81, sensor_period=None):
                                           outputVariableType=exu.OutputVariableType.Coordinates))
     mbs.Assemble()
     return SC, mbs, node, sensor
+
+
+def _build_double_pendulum(m=1.0, L=1.0, g=9.81, sensor_period=None):
+    # inertia about the COM in link coordinates (link axis = local x); only Izz matters in
+    # the plane, Iyy is set to the same slender-rod value for completeness.
+    Ic = m * L * L / 12.0
+    return _build_tree(["z", "z"], [[0.0, 0.0, 0.0], [L, 0.0, 0.0]], [m, m],
+                       [[0.5 * L, 0.0, 0.0]] * 2, [[0.0, Ic, Ic]] * 2, [0.0, -g, 0.0],
+                       sensor_period=sensor_period)
 
 
 def _rk4_settings(exu, t_end, h, sensor_period=None):
@@ -316,6 +337,46 @@ def validate_double_pendulum(t_end: float = 10.0, h: float = 1e-3,
     out["max_abs_diff_0_2s"] = float(err[t <= 2.0 + 1e-9].max())
     out[f"max_abs_diff_0_{t_end:g}s"] = float(err.max())
     return out
+
+
+# =============================================================================================
+# serial chain: cost of one forward-dynamics evaluation
+# =============================================================================================
+
+def chain_rhs_case(joint_axes, offsets, masses, coms, inertias, gravity, q, qd):
+    """The serial chain of ``_build_tree`` at joint angles q [rad] and rates qd [rad/s].
+
+    Returns ``(block, accelerations)``.  ``block(k)`` runs ``mbs.SolveDynamic`` with
+    ``ExplicitEuler`` for k steps of 1e-9 s from (q, qd): each step is one evaluation of the
+    accelerations (``ObjectKinematicTree`` mass matrix and right-hand side, factorisation and
+    solve) in exudyn's C++ loop, so its time over k is the cost of one evaluation plus 1/k of
+    the solver's set-up (about 20 us).  ``accelerations()``
+    returns M^-1 f at (q, qd) [rad/s^2] from exudyn's own system mass matrix M and right-hand
+    side f (``MainSolverExplicit.ComputeMassMatrix`` / ``ComputeODE2RHS``), solved with numpy.
+    """
+    exu = _exudyn()
+    SC, mbs, _, _ = _build_tree(joint_axes, offsets, masses, coms, inertias, gravity, q, qd)
+    settings: dict = {}
+
+    def block(k: int) -> None:
+        s = settings.get(k)
+        if s is None:
+            s = settings[k] = _rk4_settings(exu, k * 1e-9, 1e-9)
+        mbs.SolveDynamic(s, solverType=exu.DynamicSolverType.ExplicitEuler)
+
+    def accelerations() -> np.ndarray:
+        s = _rk4_settings(exu, 1e-9, 1e-9)
+        s.timeIntegration.solverType = exu.DynamicSolverType.ExplicitEuler
+        solver = exu.MainSolverExplicit()
+        solver.InitializeSolver(mbs, s)
+        solver.ComputeMassMatrix(mbs)
+        solver.ComputeODE2RHS(mbs)
+        n = len(joint_axes)
+        return np.linalg.solve(np.asarray(solver.GetSystemMassMatrix())[:n, :n],
+                               np.asarray(solver.GetSystemResidual())[:n])
+
+    block.keep_alive = (SC, mbs)
+    return block, accelerations
 
 
 # =============================================================================================

@@ -1,26 +1,32 @@
 #!/usr/bin/env python
-"""Speed benchmark: flexmbs side by side with exudyn, in one process.
+"""Speed of flexmbs side by side with its peers (exudyn, MuJoCo, Pinocchio), in one process.
 
-    python benchmarks/run.py [--quick] [--search] [--repeats N] [--json out.json]
+    python benchmarks/run.py [--quick] [--cases a,b] [--rounds R] [--json]
 
-Two problems (see benchmarks/README.md for what is measured and the numbers):
+Cases (benchmarks/README.md says what each one measures and why it is like for like):
 
-1. Rigid double pendulum, 10 s, classical RK4 with h = 1e-3, angles sampled every 0.01 s
-   by both codes.  Timed: the integration only (flexmbs ``Result.stats["wall_time"]``,
-   exudyn ``mbs.SolveDynamic``); flexmbs' whole ``simulate()`` call is reported too.
-   Goal: ours / exudyn <= 1.
-2. Spin-up beam at Ws = 6 rad/s, 20 s, at equal accuracy.  Accuracy is the max-norm error of
-   the in-plane tip deflection history (hub frame, 2001 samples every 0.01 s) against
-   exudyn's converged nonlinear solution (32 ANCF elements, h = 1e-3, cached in
-   benchmarks/spin_up_reference_ws6.json).  For each accuracy level (1e-2 m, 1e-3 m) the
-   cheapest measured setting of each code that meets it is compared.  flexmbs has two
-   routes: (a) one floating frame with geometric stiffening, (b) a corotational chain of
-   floating frames (``segments``).  Goal: exudyn / ours >= 5.
+* double_pendulum  RK4 h = 1 ms for 10 s: flexmbs.simulate vs exudyn ObjectKinematicTree RK44
+                   and MuJoCo RK4 (mujoco.rollout); angles checked against the Lagrange solution.
+* chain_rhs        one forward-dynamics call of a spatial chain of N rigid links vs pin.aba,
+                   mj_forward and exudyn's kinematic tree; accelerations compared; growth
+                   exponents fitted on log-log over the upper half of the N set.
+* spin_up          spin-up beam (Ws = 6 rad/s, 20 s) at equal tip accuracy (1e-3 m against
+                   exudyn's converged run): CPU time of the cheapest setting of each code.
+* huang_arm        Huang's two-link arm at its default settings: wall time over simulated time
+                   (peer "real_time"), and its joint-angle error against a run at rtol 1e-10.
+* loops_chain      one right-hand side of N coupled four-bars: joint coordinates vs the
+                   natural-coordinate formulation (both ours).
 
-Every case is warmed up once (numba compilation, caches; the warm-up run also gives the
-error), then all cases are run in ``repeats`` interleaved rounds, so that load changes on
-a shared machine hit both codes alike; the best round is reported.  Without exudyn only
-flexmbs is run.
+Timing: every timed item is warmed up once (numba compilation, caches, the accuracy checks),
+then the items of a case, ours and the peers', run in interleaved rounds, so that load changes
+on a shared machine hit all codes alike; best-of and median are reported.  Per-call costs are
+measured over blocks of K calls (K chosen so that a block takes --block seconds): ours through a
+small numba loop that calls solvers.common.f_eval K times (no Python overhead), the peers
+through their Python bindings (pybind overhead included).
+
+Output: a table (on stdout; on stderr with --json) and with --json one JSON object per line on
+stdout: {"case", "n", "ours_s", "peer", "peer_s", "ratio" = ours_s / peer_s} (best of the
+rounds), followed by extra keys (medians, errors, settings, growth exponents).
 """
 
 from __future__ import annotations
@@ -28,529 +34,548 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import math
 import os
 import platform
+import statistics
 import sys
 import time
 from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
+from numba import njit
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-sys.path.insert(0, str(HERE))   # peer_exudyn
+sys.path.insert(0, str(HERE))   # the benchmark modules beside this file
 
 import flexmbs  # noqa: E402
-import peer_exudyn as pe  # noqa: E402  (exudyn itself is imported lazily)
+import models  # noqa: E402
+import peer_exudyn as pe  # noqa: E402  (exudyn, mujoco and pinocchio are imported lazily)
+import peer_mujoco as pm  # noqa: E402
+import peer_pinocchio as pp  # noqa: E402
+from flexmbs.model import model_from_dict  # noqa: E402
+from flexmbs.names import did_you_mean  # noqa: E402
+from flexmbs.natural import compile_natural  # noqa: E402
+from flexmbs.natural.kernels import accelerations as natural_accelerations  # noqa: E402
+from flexmbs.natural.kernels import make_work as natural_work  # noqa: E402
+from flexmbs.natural.run import initial_state as natural_initial_state  # noqa: E402
+from flexmbs.solvers.common import OK, f_eval  # noqa: E402
+from flexmbs.solvers.stepper import Settings, Stepper  # noqa: E402
+from flexmbs.system import System, compile_model  # noqa: E402
 
+CASES = ("double_pendulum", "chain_rhs", "spin_up", "huang_arm", "loops_chain")
 REFERENCE_FILE = HERE / "spin_up_reference_ws6.json"
-OMEGA_S = 6.0
-T_END_SPIN = 20.0
-T_END_PEND = 10.0
-H_PEND = 1e-3
-OUTPUT_DT = 0.01
-LEVELS = (1e-2, 1e-3)
+SPIN_TOL = 1e-3             # tip accuracy at which the spin-up is compared [m]
+SPIN_T_END = 20.0           # [s]
+OUTPUT_DT = 0.01            # output sampling of the pendulum and the spin-up [s]
 
-# ---------------------------------------------------------------------------------------------
-# candidate settings
-# ---------------------------------------------------------------------------------------------
-# The default lists hold the cheapest settings found by `--search` for each accuracy level
-# (see README.md) plus, per route, the most accurate setting tried, so that the run shows the
-# best accuracy each route reaches.  Steps are at most the output step 0.01 s on both sides
-# (exudyn's sensor period must be a multiple of h; flexmbs steps at least once per sample).
-#
-# flexmbs: route a = `segments: 1`, route b = corotational chain.  `elements` is the total
-# over the beam; `modes` are per floating frame (pairs: in-plane + out-of-plane).
-OURS = [
-    dict(route="a", segments=1, elements=1, modes=2, method="rk4", step=1e-2),
-    dict(route="a", segments=1, elements=2, modes=2, method="rk4", step=1e-2),
-    dict(route="a", segments=1, elements=16, modes=8, method="dopri5", rtol=1e-8, best=True),
-    dict(route="b", segments=2, elements=2, modes=2, method="rk4", step=1e-2),
-    dict(route="b", segments=2, elements=4, modes=2, method="rk4", step=1e-2),
-    dict(route="b", segments=3, elements=3, modes=2, method="rk4", step=5e-3),
-    dict(route="b", segments=4, elements=4, modes=2, method="rk4", step=2.5e-3, best=True),
+# spin-up candidates: the cheapest one that meets SPIN_TOL is compared (benchmarks/README.md).
+# flexmbs: corotational chains of floating frames (the single frame tops out at 2.1e-3 m, its
+# foreshortening model's error); `elements` is the total, `modes` per frame; no method = the
+# model file's default.
+OURS_SPIN = [
+    dict(segments=2, elements=4, modes=2, method="rk4", step=1e-2),
+    dict(segments=3, elements=3, modes=2, method="rk4", step=5e-3),
+    dict(segments=4, elements=4, modes=2, method="rk4", step=2.5e-3),
+    dict(segments=3, elements=3, modes=2),
 ]
-# exudyn: ANCFCable2D elements, generalized-alpha with fixed h, full Newton.  Newton converges
-# on the coordinate increment (residualMode 1); 1e-6 m instead of peer_exudyn's 1e-10 m
-# changes the tip history by < 1e-11 m with full Newton and saves 15-20 % (README.md).
-EXU = [
-    dict(n_elements=3, h=1e-2, modified_newton=False, abs_tol=1e-6, rel_tol=1e-6),
+# exudyn: ANCFCable2D elements, generalized-alpha with a fixed step (peer_exudyn.spin_up_case)
+EXU_SPIN = [
     dict(n_elements=4, h=1e-2, modified_newton=False, abs_tol=1e-6, rel_tol=1e-6),
     dict(n_elements=8, h=1e-2, modified_newton=False, abs_tol=1e-6, rel_tol=1e-6),
+    dict(n_elements=8, h=5e-3, modified_newton=True, abs_tol=1e-6, rel_tol=1e-6),
 ]
-
-
-def search_grids():
-    """The wider grids of `--search` (several minutes)."""
-    ours = []
-    for el in (1, 2, 4, 8, 16):
-        for modes in (2, 4, 8):
-            ours.append(dict(route="a", segments=1, elements=el, modes=modes, method="rk4", step=1e-2))
-        ours.append(dict(route="a", segments=1, elements=el, modes=4, method="dopri5", rtol=1e-6))
-    ours.append(dict(route="a", segments=1, elements=16, modes=8, method="dopri5", rtol=1e-8, best=True))
-    for seg in (2, 3, 4):
-        for per in (1, 2):
-            for modes in (2, 4):
-                for h in (1e-2, 5e-3, 2.5e-3):
-                    ours.append(dict(route="b", segments=seg, elements=seg * per, modes=modes,
-                                     method="rk4", step=h))
-                ours.append(dict(route="b", segments=seg, elements=seg * per, modes=modes,
-                                 method="dopri5", rtol=1e-4))
-                ours.append(dict(route="b", segments=seg, elements=seg * per, modes=modes,
-                                 method="implicit", rtol=1e-3))
-    ours.append(dict(route="b", segments=8, elements=8, modes=2, method="implicit", rtol=1e-3,
-                     best=True))
-    exu = []
-    for n in (2, 3, 4, 6, 8, 16):
-        for h in (1e-2, 5e-3):
-            for mn in (False, True):
-                exu.append(dict(n_elements=n, h=h, modified_newton=mn, abs_tol=1e-6, rel_tol=1e-6))
-    exu.append(dict(n_elements=8, h=1e-2, modified_newton=False))       # peer default tolerance
-    exu.append(dict(n_elements=8, h=2.5e-3, modified_newton=True))      # peer's 1e-4 pick
-    return ours, exu
 
 
 # ---------------------------------------------------------------------------------------------
 # timing
 # ---------------------------------------------------------------------------------------------
 
-def _clock(fn):
-    """Run fn() once; return (its value, wall [s], process CPU [s])."""
-    gc.collect()
-    c0 = time.process_time()
-    t0 = time.perf_counter()
-    value = fn()
-    return value, time.perf_counter() - t0, time.process_time() - c0
-
-
 @dataclass
-class Case:
-    """One timed configuration.  `timed` is the time that enters the ratios: flexmbs'
-    integration loop (Result.stats["wall_time"]) or exudyn's SolveDynamic; `total` is the
-    whole call (flexmbs: simulate(), including model compilation and output sampling)."""
+class Timer:
+    """One timed item: ``run()`` returns one measurement [s]; ``times`` collects them."""
 
-    code: str                       # "flexmbs" | "exudyn"
-    name: str
-    settings: dict
-    run: object = None              # () -> (timed [s] or None, total [s], cpu [s])
-    warm: object = None             # () -> dict of results of the warm-up call
-    info: dict = field(default_factory=dict)
-    timed: list = field(default_factory=list)
-    total: list = field(default_factory=list)
-    cpu: list = field(default_factory=list)
-    failed: str | None = None
+    label: str
+    run: Callable[[], float]
+    times: list[float] = field(default_factory=list)
 
-    def best(self, key="timed"):
-        v = getattr(self, key)
-        return min(v) if v else None
+    @property
+    def best(self) -> float:
+        return min(self.times)
 
-    def summary(self) -> dict:
-        out = {"code": self.code, "name": self.name, "settings": self.settings, **self.info}
-        if self.failed:
-            out["failed"] = self.failed
-            return out
-        k = int(np.argmin(self.timed)) if self.timed else None
-        out.update({"time_s": self.best(), "total_s": self.best("total"),
-                    "times_s": self.timed, "totals_s": self.total, "cpu_s": self.cpu})
-        if k is not None:
-            # wall well above CPU in the best round: it was preempted by other load
-            out["preempted"] = bool(self.total[k] > 1.1 * self.cpu[k] + 1e-3)
-        return out
+    @property
+    def median(self) -> float:
+        return statistics.median(self.times)
 
 
-def _dominated(c: Case, cases: list[Case]) -> bool:
-    """Some other case of the same code and route was at least as accurate and took less than
-    half the time in the warm-up run: c cannot be the cheapest at any accuracy level."""
-    e, w = c.info.get("err_max"), c.info.get("warmup_s")
-    if e is None or c.settings.get("best"):
-        return False
-    return any(d is not c and not d.failed and d.code == c.code
-               and d.settings.get("route") == c.settings.get("route")
-               and d.info.get("err_max") is not None and d.info["err_max"] <= e
-               and d.info["warmup_s"] < 0.5 * w for d in cases)
+def interleave(timers: list[Timer], rounds: int) -> None:
+    """``rounds`` rounds, each timing every item once, in turn."""
+    for _ in range(rounds):
+        for t in timers:
+            gc.collect()
+            t.times.append(t.run())
 
 
-def run_rounds(cases: list[Case], repeats: int, verbose: bool = True, prune: bool = False) -> None:
-    """Warm every case up once, then `repeats` interleaved rounds over all cases (with
-    `prune`, only over the cases that are not clearly dominated after the warm-up)."""
-    for c in cases:
+# The clock of every measurement: process CPU time (all threads) by default, because the
+# machine is shared and CPU time leaves out the time other jobs held the core; --wall switches
+# to wall time.  Every code timed here computes in one thread.
+CLOCK: Callable[[], float] = time.process_time
+
+
+def timed(fn: Callable[[], object]) -> Callable[[], float]:
+    """run() measuring fn() on CLOCK [s]."""
+    def run() -> float:
+        c0 = CLOCK()
+        fn()
+        return CLOCK() - c0
+    return run
+
+
+def per_call(block: Callable[[int], object], target: float) -> Callable[[], float]:
+    """run() measuring the time of one call [s] as the time of block(K) over K, where block(k)
+    makes k calls; K is chosen once so that a block takes about ``target`` s."""
+    block(1)
+    k = 1
+    while True:
+        c0 = CLOCK()
+        block(k)
+        dt = CLOCK() - c0
+        if dt >= 0.2 * target or k >= 10 ** 7:
+            break
+        k *= 10
+    k = max(1, int(k * target / max(dt, 1e-9)))
+    once = timed(lambda: block(k))
+    return lambda: once() / k
+
+
+def python_block(call: Callable[[], object]) -> Callable[[int], None]:
+    """block(k): k calls of ``call`` from a Python loop."""
+    def block(k: int) -> None:
+        for _ in range(k):
+            call()
+    return block
+
+
+@njit
+def _repeat_f_eval(S, W, x, inputs, out, k):
+    status = 0
+    for _ in range(k):
+        status |= f_eval(S, W, 0.0, x, inputs, out)
+    return status
+
+
+@njit
+def _repeat_natural(N, W, y, yd, a, k):
+    dropped = 0
+    for _ in range(k):
+        dropped = natural_accelerations(N, W, y, yd, a)
+    return dropped
+
+
+def ours_rhs(system: System, x: np.ndarray) -> tuple[Callable[[int], None], np.ndarray]:
+    """(block, xdot): block(k) evaluates the right-hand side f_eval at (t = 0, x, default
+    inputs) k times inside one numba loop (with the workspace the integrators use); xdot =
+    [qdot; udot] at x."""
+    S, W = system.ref, Stepper(system, Settings(method="rk4")).W
+    x = np.array(x, dtype=float)
+    out = np.zeros_like(x)
+    inputs = system.input_defaults
+
+    def block(k: int) -> None:
+        status = _repeat_f_eval(S, W, x, inputs, out, k)
+        if status != OK:
+            raise RuntimeError(f"f_eval failed on {system.model.name} (status {status})")
+
+    block(1)
+    return block, out.copy()
+
+
+def growth(ns: list[int], times: list[float]) -> float:
+    """Exponent p of time ~ N^p: least squares on log-log over the upper half of the N set."""
+    h = len(ns) // 2
+    if len(ns) - h < 2:
+        return float("nan")
+    return float(np.polyfit(np.log(ns[h:]), np.log(times[h:]), 1)[0])
+
+
+# ---------------------------------------------------------------------------------------------
+# peers
+# ---------------------------------------------------------------------------------------------
+
+def peer_versions() -> dict[str, str | None]:
+    """Version of each peer, or None with the reason printed when it cannot be imported."""
+    out: dict[str, str | None] = {}
+    for name, get in (("exudyn", lambda: pe.exudyn_info()["exudyn_version"]),
+                      ("mujoco", pm.version), ("pinocchio", pp.version)):
         try:
-            t0 = time.perf_counter()
-            c.info.update(c.warm())
-            c.info["warmup_s"] = time.perf_counter() - t0
-        except Exception as err:  # a setting that diverges or fails is a result, not a crash
-            c.failed = f"{type(err).__name__}: {err}"
-        if verbose:
-            err = c.info.get("err_max")
-            print(f"  warm-up {c.code:7s} {c.name:52s} "
-                  + (f"FAILED ({c.failed[:70]})" if c.failed else
-                     f"{c.info['warmup_s']:7.3f} s" + (f"  err {err:.3e} m" if err is not None else "")),
-                  flush=True)
-    live = [c for c in cases if not c.failed]
-    if prune:
-        drop = [c for c in live if _dominated(c, live)]
-        for c in drop:
-            c.info["not_timed"] = "dominated in the warm-up run"
-        live = [c for c in live if c not in drop]
-        if verbose:
-            print(f"  timing {len(live)} of {len(cases)} cases (the others failed or were "
-                  "dominated: as accurate and 2x faster elsewhere)", flush=True)
-    for r in range(repeats):
-        for c in live:
-            timed, total, cpu = c.run()
-            c.timed.append(timed if timed is not None else total)
-            c.total.append(total)
-            c.cpu.append(cpu)
-        if verbose:
-            print(f"  round {r + 1}/{repeats} done", flush=True)
-
-
-# ---------------------------------------------------------------------------------------------
-# exudyn availability
-# ---------------------------------------------------------------------------------------------
-
-def exudyn_status() -> tuple[bool, str]:
-    try:
-        info = pe.exudyn_info()
-    except ImportError as err:
-        return False, str(err) or "exudyn is not installed"
-    return True, f"exudyn {info['exudyn_version']} ({info['compiled_module']})"
-
-
-# ---------------------------------------------------------------------------------------------
-# 1. double pendulum
-# ---------------------------------------------------------------------------------------------
-
-def pendulum_cases(have_exu: bool) -> list[Case]:
-    model = flexmbs.load_model("double_pendulum")
-    ours = Case("flexmbs", "double pendulum, RK4", {"model": "models/double_pendulum.yaml",
-                "method": "rk4", "step": H_PEND, "output_step": OUTPUT_DT, "t_end": T_END_PEND})
-
-    def sim():
-        return flexmbs.simulate(model, T_END_PEND, method="rk4", step=H_PEND, output_step=OUTPUT_DT)
-
-    def ours_run():
-        r, wall, cpu = _clock(sim)
-        return r.stats["wall_time"], wall, cpu
-
-    def ours_warm():
-        r, wall, _ = _clock(sim)
-        ours.result = r
-        return {"first_call_s": wall, "steps": r.stats["steps"],
-                "theta1": float(r["shoulder.q"][-1]),
-                "theta2": float(r["elbow.q"][-1])}
-
-    ours.run, ours.warm = ours_run, ours_warm
-    cases = [ours]
-    if have_exu:
-        exu = Case("exudyn", "double pendulum, RK44", {"model": "ObjectKinematicTree",
-                   "solver": "RK44", "h": H_PEND, "sensor_period": OUTPUT_DT, "t_end": T_END_PEND})
-        solve, collect = pe.double_pendulum_case(T_END_PEND, H_PEND, output_dt=OUTPUT_DT)
-
-        def exu_run():
-            _, wall, cpu = _clock(solve)
-            return wall, wall, cpu
-
-        def exu_warm():
-            solve()
-            d = collect()
-            exu.result = d
-            return {"theta1": d["theta1"], "theta2": d["theta2"],
-                    "steps": d["solver_info"]["steps_taken"]}
-
-        exu.run, exu.warm = exu_run, exu_warm
-        cases.append(exu)
-    return cases
-
-
-def pendulum_check(cases: list[Case]) -> dict:
-    """Both codes against the Lagrange reference (scipy DOP853, rtol 1e-12) and each other."""
-    ours = next(c for c in cases if c.code == "flexmbs")
-    r = ours.result
-    t = r.time
-    th = np.column_stack([r["shoulder.q"], r["elbow.q"]])
-    ref = pe.double_pendulum_reference(t)
-    early = t <= 2.0 + 1e-9
-    out = {"ours_vs_reference_max_0_2s": float(np.abs(th - ref)[early].max()),
-           "ours_vs_reference_at_10s": np.abs(th - ref)[-1].tolist()}
-    exu = next((c for c in cases if c.code == "exudyn" and not c.failed), None)
-    if exu is not None:
-        te, qe = exu.result["t_out"], exu.result["theta_out"]
-        assert te.size == t.size and np.abs(te - t).max() < 1e-9
-        out["exudyn_vs_reference_max_0_2s"] = float(np.abs(qe - ref)[early].max())
-        out["ours_vs_exudyn_max_0_10s"] = float(np.abs(qe - th).max())
+            out[name] = get()
+        except ImportError as err:
+            out[name] = None
+            log(f"{name} is not available ({err}): its comparisons are skipped; "
+                "pip install -e '.[bench]' installs the peers")
     return out
 
 
 # ---------------------------------------------------------------------------------------------
-# 2. spin-up beam
+# output
 # ---------------------------------------------------------------------------------------------
 
-def load_reference(have_exu: bool, refresh: bool) -> dict | None:
-    """exudyn's converged tip history; from the JSON cache, else computed (and cached)."""
-    if REFERENCE_FILE.exists() and not refresh:
-        d = json.loads(REFERENCE_FILE.read_text())
-        d["tip"] = np.asarray(d["tip"])
-        return d
-    if not have_exu:
-        return None
-    print(f"computing the reference (exudyn, 32 elements, h = 1e-3) -> {REFERENCE_FILE.name}",
-          flush=True)
-    t0 = time.perf_counter()
-    t, tip = pe.spin_up_reference(omega_s=OMEGA_S, t_end=T_END_SPIN)
-    d = {"description": "spin-up beam Ws = 6 rad/s: in-plane tip deflection in the hub frame "
-                        "[m], exudyn ANCFCable2D, converged run of benchmarks/peer_exudyn.py "
-                        "(spin_up_reference)",
-         "omega_s": OMEGA_S, "t_end": T_END_SPIN, "output_dt": OUTPUT_DT,
-         "n_elements": max(pe.SPIN_ELEMENTS), "h": min(pe.SPIN_STEPS),
-         "newton": "modified, residualMode 1, tolerances 1e-10",
-         "exudyn_version": pe.exudyn_info()["exudyn_version"],
-         "error_vs_64_elements_h_5e-4": 6.7e-6,
-         "t": f"linspace(0, {T_END_SPIN}, {t.size})",
-         "tip": [float(f"{v:.12e}") for v in tip]}
-    REFERENCE_FILE.write_text(json.dumps(d, indent=0) + "\n")
-    print(f"  done in {time.perf_counter() - t0:.1f} s", flush=True)
-    d["tip"] = np.asarray(d["tip"])
-    return d
+class Report:
+    """Rows of the comparison: printed as a table at the end, and as JSON lines with --json."""
+
+    def __init__(self, json_lines: bool, clock: str) -> None:
+        self.json_lines = json_lines
+        self.clock = clock
+        self.rows: list[dict] = []
+
+    def add(self, case: str, n: int | None, ours: Timer, peer: str, peer_t: Timer | float,
+            **extra) -> None:
+        peer_s = peer_t if isinstance(peer_t, float) else peer_t.best
+        peer_med = peer_t if isinstance(peer_t, float) else peer_t.median
+        row = {"case": case, "n": n, "ours_s": ours.best, "peer": peer, "peer_s": peer_s,
+               "ratio": ours.best / peer_s,
+               "ours_median_s": ours.median, "peer_median_s": peer_med,
+               "ratio_median": ours.median / peer_med, "rounds": len(ours.times),
+               "clock": self.clock, **extra}
+        self.rows.append(row)
+        if self.json_lines:
+            print(json.dumps(row, default=_json_default), flush=True)
+
+    def table(self) -> None:
+        log("\n" + "=" * 104)
+        log(f"{'case':16s} {'n':>4s} {'ours best':>11s} {'(median)':>11s}  {'peer':14s} "
+            f"{'peer best':>11s} {'(median)':>11s}  {'ratio':>7s} {'(median)':>8s}")
+        for r in self.rows:
+            log(f"{r['case']:16s} {'' if r['n'] is None else r['n']:>4} {_t(r['ours_s']):>11s} "
+                f"{_t(r['ours_median_s']):>11s}  {r['peer']:14s} {_t(r['peer_s']):>11s} "
+                f"{_t(r['peer_median_s']):>11s}  {r['ratio']:7.3g} {r['ratio_median']:8.3g}")
+        log(f"{self.clock} time; ratio = ours / peer (best of the rounds; median of the rounds in "
+            "brackets); for real_time the peer time is the simulated time, so ratio = 1 / "
+            "real-time factor")
 
 
-def _ours_name(s: dict) -> str:
-    how = f"h={s['step']:g}" if s["method"] == "rk4" else f"rtol={s['rtol']:g}"
-    return (f"({s['route']}) seg={s['segments']} el={s['elements']} modes={s['modes']} "
-            f"{s['method']} {how}")
-
-
-def _exu_name(s: dict) -> str:
-    tol = s.get("abs_tol", pe.SPIN_NEWTON_ABS_TOL)
-    return (f"ANCF el={s['n_elements']} GA h={s['h']:g} "
-            f"{'modified' if s['modified_newton'] else 'full'} Newton tol={tol:g}")
-
-
-def ours_spin_case(s: dict, ref_tip) -> Case:
-    model = flexmbs.load_model("spin_up_beam")
-    beam = model.bodies[0]
-    model.bodies[0] = replace(beam, segments=s["segments"], elements=s["elements"], modes=s["modes"])
-    kw = dict(method=s["method"], output_step=OUTPUT_DT, max_step=OUTPUT_DT)
-    if s["method"] == "rk4":
-        kw["step"] = s["step"]
-    else:
-        kw["rtol"] = s["rtol"]
-    case = Case("flexmbs", _ours_name(s), dict(s))
-
-    def sim():
-        return flexmbs.simulate(model, T_END_SPIN, **kw)
-
-    def tip_of(r):
-        if s["segments"] == 1:   # the body frame turns with the hub: already the hub frame
-            return r["beam.tip_deflection[2]"]
-        th = r["hub.q"]          # chain: tip sensor (world) rotated into the hub frame
-        return -np.sin(th) * r["tip.r[1]"] + np.cos(th) * r["tip.r[2]"]
-
-    def warm():
-        r = sim()
-        tip = tip_of(r)
-        out = {"steps": r.stats["steps"], "rejected": r.stats["rejected"],
-               "n_states": int(r.states.shape[1]), "peak_tip": float(tip.min()),
-               "tip_end": float(tip[-1])}
-        if ref_tip is not None:
-            assert tip.size == ref_tip.size
-            out["err_max"] = float(np.abs(tip - ref_tip).max())
-        return out
-
-    def run():
-        r, wall, cpu = _clock(sim)
-        return r.stats["wall_time"], wall, cpu
-
-    case.run, case.warm = run, warm
-    return case
-
-
-def exu_spin_case(s: dict, ref_tip) -> Case:
-    solve, collect = pe.spin_up_case(omega_s=OMEGA_S, t_end=T_END_SPIN, output_dt=OUTPUT_DT, **s)
-    case = Case("exudyn", _exu_name(s), dict(s))
-
-    def warm():
-        solve()
-        d = collect()
-        out = {"newton_it_per_step": d["newton_iterations"] / d["n_steps"],
-               "n_dof": d["n_dof"], "peak_tip": d["min_tip"], "tip_end": d["tip_end"]}
-        if ref_tip is not None:
-            out["err_max"] = float(np.abs(d["tip"] - ref_tip).max())
-        return out
-
-    def run():
-        _, wall, cpu = _clock(solve)
-        return wall, wall, cpu
-
-    case.run, case.warm = run, warm
-    return case
-
-
-def pick(cases: list[Case], tol: float) -> Case | None:
-    ok = [c for c in cases if not c.failed and c.info.get("err_max") is not None
-          and c.info["err_max"] <= tol and c.timed]
-    return min(ok, key=lambda c: c.best()) if ok else None
-
-
-# ---------------------------------------------------------------------------------------------
-# main
-# ---------------------------------------------------------------------------------------------
-
-def _fmt(x, nd=3):
-    return "-" if x is None else f"{x:.{nd}f}"
-
-
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--quick", action="store_true",
-                   help="3 rounds instead of 5, and skip the most-accurate settings")
-    p.add_argument("--search", action="store_true",
-                   help="time the wide grids of settings the defaults were chosen from (~15 min)")
-    p.add_argument("--repeats", type=int, help="timed rounds (default 5, --quick 3)")
-    p.add_argument("--no-exudyn", action="store_true", help="run flexmbs only")
-    p.add_argument("--skip-pendulum", action="store_true")
-    p.add_argument("--skip-spinup", action="store_true")
-    p.add_argument("--refresh-reference", action="store_true",
-                   help=f"recompute {REFERENCE_FILE.name} with exudyn")
-    p.add_argument("--json", metavar="PATH", help="also write the results to PATH")
-    a = p.parse_args(argv)
-    repeats = a.repeats or (3 if a.quick else 5)
-
-    have_exu, exu_msg = (False, "disabled by --no-exudyn") if a.no_exudyn else exudyn_status()
-    if not have_exu:
-        print(f"exudyn is missing ({exu_msg}): timing flexmbs only. "
-              "Install it with: pip install -e '.[bench]'  (needs exudyn >= 1.13)")
-    res = {
-        "machine": {"platform": platform.platform(), "python": platform.python_version(),
-                    "cpus": os.cpu_count(), "loadavg_start": os.getloadavg()},
-        "versions": {"flexmbs": getattr(flexmbs, "__version__", "?"),
-                     "numpy": np.__version__,
-                     "exudyn": exu_msg if have_exu else None},
-        "repeats": repeats, "timing": "best of the interleaved rounds, after one warm-up run",
-    }
-    print(f"flexmbs {res['versions']['flexmbs']}, {exu_msg if have_exu else 'no exudyn'}, "
-          f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}; best of {repeats}")
-    rows = []
-
-    # ------------------------------------------------------------------ double pendulum
-    if not a.skip_pendulum:
-        print(f"\n=== 1. double pendulum: RK4 h = {H_PEND:g}, {T_END_PEND:g} s, "
-              f"output every {OUTPUT_DT:g} s ===", flush=True)
-        cases = pendulum_cases(have_exu)
-        run_rounds(cases, repeats)
-        check = pendulum_check(cases)
-        ours = cases[0]
-        exu = cases[1] if len(cases) > 1 and not cases[1].failed else None
-        ratio = ours.best() / exu.best() if exu else None
-        rows.append({"benchmark": "double pendulum, RK4 h=1e-3, 10 s",
-                     "ours_s": ours.best(), "ours_total_s": ours.best("total"),
-                     "exudyn_s": exu.best() if exu else None,
-                     "ratio": ratio, "ratio_is": "ours/exudyn", "goal": "<= 1"})
-        res["double_pendulum"] = {"cases": [c.summary() for c in cases], "check": check,
-                                  "ratio_ours_over_exudyn": ratio}
-        print(f"  theta(10 s): ours {ours.info['theta1']:.10f} {ours.info['theta2']:.10f}"
-              + (f", exudyn {exu.info['theta1']:.10f} {exu.info['theta2']:.10f}" if exu else ""))
-        print("  check: " + ", ".join(f"{k} {np.max(v):.1e}" for k, v in check.items()))
-
-    # ------------------------------------------------------------------ spin-up
-    if not a.skip_spinup:
-        print(f"\n=== 2. spin-up beam Ws = {OMEGA_S:g}: equal accuracy "
-              f"(max-norm tip error vs exudyn's converged run) ===", flush=True)
-        ref = load_reference(have_exu, a.refresh_reference)
-        if ref is None:
-            print("  no reference (benchmarks/spin_up_reference_ws6.json missing and no exudyn):"
-                  " errors unknown, timing the default settings only")
-        ref_tip = None if ref is None else ref["tip"]
-        ours_set, exu_set = search_grids() if a.search else (OURS, EXU)
-        if a.quick:
-            ours_set = [s for s in ours_set if not s.get("best")]
-        cases = [ours_spin_case(s, ref_tip) for s in ours_set]
-        if have_exu:
-            cases += [exu_spin_case(s, ref_tip) for s in exu_set]
-        run_rounds(cases, repeats, prune=a.search)
-        ours_c = [c for c in cases if c.code == "flexmbs"]
-        exu_c = [c for c in cases if c.code == "exudyn"]
-        spin = {"reference": None if ref is None else {k: v for k, v in ref.items() if k != "tip"},
-                "cases": [c.summary() for c in cases], "levels": {}, "best_accuracy": {}}
-        route_name = {"a": "(a) floating frame", "b": "(b) corotational chain"}
-        for route in ("a", "b"):
-            rc = [c for c in ours_c if c.settings["route"] == route and not c.failed
-                  and c.info.get("err_max") is not None]
-            if rc:
-                b = min(rc, key=lambda c: c.info["err_max"])
-                spin["best_accuracy"][route] = {"err_max": b.info["err_max"], "case": b.name,
-                                                "time_s": b.best()}
-        if ref is not None:
-            for tol in LEVELS:
-                e = pick(exu_c, tol)
-                for route in ("a", "b"):
-                    o = pick([c for c in ours_c if c.settings["route"] == route], tol)
-                    ratio = e.best() / o.best() if (e and o) else None
-                    row = {"benchmark": f"spin-up Ws=6, err <= {tol:g} m, {route_name[route]}",
-                           "ours_s": o.best() if o else None,
-                           "ours_total_s": o.best("total") if o else None,
-                           "exudyn_s": e.best() if e else None,
-                           "ratio": ratio, "ratio_is": "exudyn/ours", "goal": ">= 5",
-                           "ours_case": o.name if o else None,
-                           "ours_err": o.info["err_max"] if o else None,
-                           "exudyn_case": e.name if e else None,
-                           "exudyn_err": e.info["err_max"] if e else None}
-                    if o is None:
-                        best = spin["best_accuracy"].get(route)
-                        row["note"] = ("not reached" + (f" (best {best['err_max']:.2e} m of the "
-                                                        "settings run)" if best else ""))
-                    rows.append(row)
-                    spin["levels"][f"{tol:g}/{route}"] = row
-        else:  # no reference: times only, accuracy unknown
-            for c in ours_c:
-                if c.timed:
-                    rows.append({"benchmark": f"spin-up {c.name} (error unknown)",
-                                 "ours_s": c.best(), "ours_total_s": c.best("total"),
-                                 "exudyn_s": None, "ratio": None, "note": "no reference"})
-        res["spin_up"] = spin
-
-    # ------------------------------------------------------------------ table
-    res["table"] = rows
-    res["machine"]["loadavg_end"] = os.getloadavg()
-    print("\n" + "=" * 100)
-    print(f"{'benchmark':52s} {'ours [s]':>9s} {'(total)':>8s} {'exudyn [s]':>11s}  ratio")
-    for r in rows:
-        ratio = (f"{r['ratio']:.2f} ({r['ratio_is']}, goal {r['goal']})" if r["ratio"] is not None
-                 else r.get("note", "exudyn missing" if not have_exu else "-"))
-        print(f"{r['benchmark']:52s} {_fmt(r['ours_s']):>9s} {_fmt(r['ours_total_s']):>8s} "
-              f"{_fmt(r['exudyn_s']):>11s}  {ratio}")
-    if any("ours_case" in r for r in rows):
-        print("\nsettings at each accuracy level (achieved max-norm error):")
-        for r in rows:
-            if "ours_case" in r:
-                print(f"  {r['benchmark']}\n    ours:   {r['ours_case'] or '-'}"
-                      + (f"  [{r['ours_err']:.2e} m]" if r["ours_err"] is not None else "")
-                      + f"\n    exudyn: {r['exudyn_case'] or '-'}"
-                      + (f"  [{r['exudyn_err']:.2e} m]" if r["exudyn_err"] is not None else ""))
-        for route, b in res["spin_up"]["best_accuracy"].items():
-            print(f"  best accuracy of route ({route}) among the settings run: {b['err_max']:.2e} m"
-                  f" ({b['case']}, {b['time_s']:.3f} s)")
-    if have_exu and "spin_up" in res and res["spin_up"]["reference"] is not None:
-        print("  exudyn is measured against its own converged run (error 0 by construction; "
-              "that run is within 6.7e-6 m of 64 elements, h = 5e-4)")
-    print(f"\nload average at end: {os.getloadavg()[0]:.2f} "
-          "(shared machine: timings vary by +-20-30 % between runs)")
-    if a.json:
-        Path(a.json).write_text(json.dumps(res, indent=1, default=_json_default) + "\n")
-        print(f"wrote {a.json}")
-    return 0
+def _t(s: float) -> str:
+    """A time [s] with a readable unit."""
+    if s < 1e-3:
+        return f"{s * 1e6:.3g} us"
+    if s < 1.0:
+        return f"{s * 1e3:.3g} ms"
+    return f"{s:.3g} s"
 
 
 def _json_default(o):
-    if isinstance(o, np.ndarray):
-        return o.tolist()
     if isinstance(o, (np.floating, np.integer)):
         return o.item()
-    if isinstance(o, float) and math.isnan(o):
-        return None
+    if isinstance(o, np.ndarray):
+        return o.tolist()
     raise TypeError(type(o))
+
+
+_LOG = sys.stdout
+
+
+def log(msg: str) -> None:
+    print(msg, file=_LOG, flush=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# cases
+# ---------------------------------------------------------------------------------------------
+
+def double_pendulum(cfg: argparse.Namespace, peers: dict, rep: Report) -> None:
+    """RK4 h = 1 ms for 10 s, angles sampled every 10 ms: simulate() on the compiled model vs
+    exudyn's SolveDynamic and MuJoCo's rollout (model building excluded everywhere)."""
+    t_end, h = 10.0, 1e-3
+    log(f"\n=== double_pendulum: RK4 h = {h:g} s, {t_end:g} s ===")
+    system = compile_model(flexmbs.load_model("double_pendulum"))
+
+    def ours_sim():
+        return flexmbs.simulate(system, t_end, method="rk4", step=h, output_step=OUTPUT_DT)
+
+    r = ours_sim()
+    t = r.time
+    theta = {"ours": np.column_stack([r["shoulder.q"], r["elbow.q"]])}
+    timers = {"ours": Timer("flexmbs.simulate", timed(ours_sim))}
+    if peers["exudyn"]:
+        solve, collect = pe.double_pendulum_case(t_end, h, output_dt=OUTPUT_DT)
+        solve()
+        d = collect()
+        assert d["t_out"].size == t.size and np.abs(d["t_out"] - t).max() < 1e-9
+        theta["exudyn"] = d["theta_out"]
+        timers["exudyn"] = Timer("exudyn SolveDynamic RK44", timed(solve))
+    if peers["mujoco"]:
+        solve, collect = pm.double_pendulum_case(models.DOUBLE_PENDULUM, t_end, h)
+        solve()
+        d = collect()
+        every = int(round(OUTPUT_DT / h))
+        assert np.abs(d["t"][::every] - t).max() < 1e-9
+        theta["mujoco"] = d["q"][::every]
+        timers["mujoco"] = Timer("mujoco rollout RK4", timed(solve))
+    ref = pe.double_pendulum_reference(t)
+    early = t <= 2.0 + 1e-9
+    for code, th in theta.items():
+        err = np.abs(th - ref)[early].max()
+        diff = "" if code == "ours" else f", vs ours over 10 s {np.abs(th - theta['ours']).max():.1e}"
+        log(f"  {code:7s} angles vs the Lagrange solution (DOP853, rtol 1e-12) over [0, 2] s: "
+            f"{err:.1e} rad{diff}")
+        # RK4 at 1 ms is 7e-10 rad off over [0, 2] s: more means a different model or scheme
+        if err > 1e-8:
+            raise RuntimeError(f"double_pendulum: {code} is {err:.2e} rad off the Lagrange "
+                               "solution over [0, 2] s: not the same problem")
+    interleave(list(timers.values()), cfg.rounds)
+    for code in ("exudyn", "mujoco"):
+        if code in timers:
+            rep.add("double_pendulum", None, timers["ours"], code, timers[code],
+                    max_angle_diff_rad=float(np.abs(theta[code] - theta["ours"]).max()))
+
+
+def chain_rhs(cfg: argparse.Namespace, peers: dict, rep: Report) -> None:
+    """One forward-dynamics call of the chains of models.chain_links(n)."""
+    ns = [2, 4, 8, 16] if cfg.quick else [2, 4, 8, 16, 32, 64]
+    log(f"\n=== chain_rhs: one forward-dynamics call, spatial chain of N rigid links, "
+        f"N = {', '.join(map(str, ns))} ===")
+    results: dict[str, dict[int, Timer]] = {}
+    diffs: dict[str, dict[int, float]] = {}
+    for n in ns:
+        links = models.chain_links(n)
+        q, qd = models.chain_state(n)
+        system = compile_model(model_from_dict(models.chain_model(n)))
+        assert [system.joint_q[f"j{k}"] for k in range(n)] == [(k, 1) for k in range(n)]
+        block, xdot = ours_rhs(system, np.concatenate([q, qd]))
+        acc = xdot[system.nq:]
+        timers = {"ours": Timer("ours f_eval (numba loop)", per_call(block, cfg.block))}
+        blocks: dict[str, tuple[Callable[[int], None], np.ndarray]] = {}
+        if peers["pinocchio"]:
+            call = pp.chain_rhs(links, q, qd)
+            blocks["pinocchio"] = python_block(call), np.array(call())
+        if peers["mujoco"]:
+            call = pm.chain_rhs(links, q, qd)
+            blocks["mujoco"] = python_block(call), np.array(call())
+        if peers["exudyn"]:
+            blk, accel = pe.chain_rhs_case([lk.axis for lk in links], [lk.offset for lk in links],
+                                           [lk.mass for lk in links], [lk.com for lk in links],
+                                           [lk.inertia for lk in links], models.GRAVITY, q, qd)
+            blocks["exudyn"] = blk, accel()
+        for code, (blk, a) in blocks.items():
+            diffs.setdefault(code, {})[n] = d = float(np.abs(a - acc).max())
+            if d > 1e-9 * max(1.0, np.abs(acc).max()):
+                raise RuntimeError(f"chain_rhs N = {n}: {code}'s accelerations differ from ours "
+                                   f"by {d:.2e} rad/s^2: not the same model")
+            timers[code] = Timer(code, per_call(blk, cfg.block))
+        interleave(list(timers.values()), cfg.rounds)
+        for code, tm in timers.items():
+            results.setdefault(code, {})[n] = tm
+        log(f"  N = {n:3d}: " + ", ".join(f"{c} {_t(tm.best)}" for c, tm in timers.items())
+            + "; max |acc - ours| [rad/s^2]: "
+            + ", ".join(f"{c} {diffs[c][n]:.1e}" for c in blocks) + f" (|acc| up to {np.abs(acc).max():.2g})")
+    exps = {c: growth(ns, [results[c][n].best for n in ns]) for c in results}
+    log("  growth exponents (time ~ N^p, least squares on log-log over N >= "
+        f"{ns[len(ns) // 2]}): " + ", ".join(f"{c} {p:.2f}" for c, p in exps.items()))
+    for code in results:
+        if code == "ours":
+            continue
+        for n in ns:
+            rep.add("chain_rhs", n, results["ours"][n], code, results[code][n],
+                    max_acc_diff=diffs[code][n], ours_growth=exps["ours"], peer_growth=exps[code])
+
+
+def _spin_reference() -> np.ndarray | None:
+    """exudyn's converged tip history (benchmarks/spin_up_reference_ws6.json), or None."""
+    if not REFERENCE_FILE.exists():
+        return None
+    d = json.loads(REFERENCE_FILE.read_text())
+    assert d["omega_s"] == 6.0 and d["t_end"] == SPIN_T_END and d["output_dt"] == OUTPUT_DT
+    return np.asarray(d["tip"])
+
+
+def _ours_spin(s: dict) -> tuple[str, Callable[[], np.ndarray]]:
+    """(label, simulate) for one flexmbs spin-up setting; simulate() returns the in-plane tip
+    deflection in the hub frame [m] at the output samples (the model is compiled once, here)."""
+    model = flexmbs.load_model("spin_up_beam")
+    model.bodies[0] = replace(model.bodies[0], segments=s["segments"], elements=s["elements"],
+                              modes=s["modes"])
+    system = compile_model(model)
+    kw = {k: s[k] for k in ("method", "step", "rtol") if k in s}
+    how = " ".join(f"{k}={v:g}" if isinstance(v, float) else str(v) for k, v in kw.items())
+    label = (f"seg={s['segments']} el={s['elements']} modes={s['modes']} "
+             f"{how or 'default ' + system.model.solver.method}")
+
+    def sim() -> np.ndarray:
+        r = flexmbs.simulate(system, SPIN_T_END, output_step=OUTPUT_DT, max_step=OUTPUT_DT, **kw)
+        if s["segments"] == 1:
+            return r["beam.tip_deflection[2]"]
+        th = r["hub.q"]          # the tip sensor's world position rotated into the hub frame
+        return -np.sin(th) * r["tip.r[1]"] + np.cos(th) * r["tip.r[2]"]
+
+    return label, sim
+
+
+def spin_up(cfg: argparse.Namespace, peers: dict, rep: Report) -> None:
+    """The cheapest setting of each code whose tip error is <= SPIN_TOL: time of the
+    integration (flexmbs: simulate() of the compiled model; exudyn: SolveDynamic)."""
+    log(f"\n=== spin_up: Ws = 6 rad/s, {SPIN_T_END:g} s, tip error <= {SPIN_TOL:g} m against "
+        "exudyn's converged run ===")
+    ref = _spin_reference()
+    if ref is None:
+        log(f"  {REFERENCE_FILE.name} is missing: spin_up skipped "
+            "(python benchmarks/peer_exudyn.py rebuilds the reference)")
+        return
+    # only the settings that meet the tolerance can be picked, so only those are timed
+    cands: dict[str, list[Timer]] = {"ours": [], "exudyn": []}
+    errors: dict[str, float] = {}
+    settings = [("ours", s) for s in OURS_SPIN]
+    if peers["exudyn"]:
+        settings += [("exudyn", s) for s in EXU_SPIN]
+    for code, s in settings:
+        t0 = time.perf_counter()
+        try:
+            if code == "ours":
+                label, sim = _ours_spin(s)
+                tip = sim()
+            else:
+                solve, collect = pe.spin_up_case(omega_s=6.0, t_end=SPIN_T_END, output_dt=OUTPUT_DT, **s)
+                label = (f"ANCF el={s['n_elements']} GA h={s['h']:g} "
+                         f"{'modified' if s['modified_newton'] else 'full'} Newton")
+                sim = solve
+                solve()
+                tip = collect()["tip"]
+        except Exception as err:  # a setting that fails is a result, not a crash
+            log(f"  {code:6s} {s}: FAILED ({type(err).__name__}: {str(err)[:80]})")
+            continue
+        warm = time.perf_counter() - t0
+        err = float(np.abs(tip - ref).max())
+        log(f"  {code:6s} {label:48s} error {err:.2e} m, first run {warm:.2f} s")
+        if err <= SPIN_TOL:
+            cands[code].append(Timer(label, timed(sim)))
+            errors[label] = err
+    timers = cands["ours"] + cands["exudyn"]
+    interleave(timers, cfg.rounds)
+    for tm in timers:
+        log(f"  timed: {tm.label:48s} {_t(tm.best)} (median {_t(tm.median)})")
+    picks = {}
+    for code, cs in cands.items():
+        if cs:
+            picks[code] = min(cs, key=lambda tm: tm.best)
+            log(f"  {code}: cheapest at {SPIN_TOL:g} m: {picks[code].label} "
+                f"({_t(picks[code].best)})")
+        else:
+            log(f"  {code}: no setting met {SPIN_TOL:g} m")
+    if "ours" in picks and "exudyn" in picks:
+        rep.add("spin_up", None, picks["ours"], "exudyn", picks["exudyn"],
+                ours_setting=picks["ours"].label, peer_setting=picks["exudyn"].label,
+                ours_err_m=errors[picks["ours"].label], peer_err_m=errors[picks["exudyn"].label],
+                tol_m=SPIN_TOL,
+                timed={tm.label: [errors[tm.label], tm.best, tm.median] for tm in timers})
+
+
+def huang_arm(cfg: argparse.Namespace, peers: dict, rep: Report) -> None:
+    """Real-time factor of Huang's arm at the model file's settings (simulate() of the compiled
+    model) and its joint-angle error against the same run at rtol 1e-10.  The real-time factor
+    is meant in wall time: it is the same as CPU time on a quiet machine (one thread)."""
+    t_end = 1.0 if cfg.quick else 5.0
+    log(f"\n=== huang_arm: default settings, {t_end:g} s (free release) ===")
+    system = compile_model(flexmbs.load_model("huang_two_link"))
+
+    def sim():
+        return flexmbs.simulate(system, t_end)
+
+    r = sim()
+    log(f"  default: {system.model.solver.method}, {r.stats.get('steps', '?')} steps; "
+        "reference: rtol 1e-10 ...")
+    tight = flexmbs.simulate(system, t_end, rtol=1e-10)
+    joints = ("shoulder.q", "elbow.q")
+    err = max(float(np.abs(r[j] - tight[j]).max()) for j in joints)
+    log(f"  max joint-angle error against rtol 1e-10: {err:.2e} rad")
+    ours = Timer("flexmbs.simulate", timed(sim))
+    interleave([ours], cfg.rounds)
+    rep.add("huang_arm", None, ours, "real_time", t_end, real_time_factor=t_end / ours.best,
+            joint_error_rad=err, steps=r.stats.get("steps"))
+
+
+def loops_chain(cfg: argparse.Namespace, peers: dict, rep: Report) -> None:
+    """One right-hand side of models.four_bar_chain(n): joint coordinates (f_eval) vs natural
+    coordinates (natural.kernels.accelerations), both in numba loops."""
+    ns = [1, 2, 4, 8, 16] if cfg.quick else [1, 2, 4, 8, 16, 32, 64]
+    log(f"\n=== loops_chain: one RHS of N coupled four-bars, N = {', '.join(map(str, ns))} ===")
+    res: dict[str, dict[int, Timer]] = {"joint": {}, "natural": {}}
+    for n in ns:
+        system = compile_model(model_from_dict(models.four_bar_chain(n)))
+        joint, _ = ours_rhs(system, np.concatenate([system.q0, system.u0]))
+        nat = compile_natural(system)
+        W = natural_work(nat.arrays, len(nat.drives))
+        y, yd = natural_initial_state(system)
+        a = np.zeros(nat.n)
+
+        def natural(k: int, N=nat.arrays, W=W, y=y, yd=yd, a=a) -> None:
+            _repeat_natural(N, W, y, yd, a, k)
+
+        timers = [Timer("joint", per_call(joint, cfg.block)),
+                  Timer("natural", per_call(natural, cfg.block))]
+        interleave(timers, cfg.rounds)
+        res["joint"][n], res["natural"][n] = timers
+        log(f"  N = {n:3d}: joint {_t(timers[0].best)}, natural {_t(timers[1].best)}")
+    exps = {c: growth(ns, [res[c][n].best for n in ns]) for c in res}
+    log(f"  growth exponents (over N >= {ns[len(ns) // 2]}): joint {exps['joint']:.2f}, "
+        f"natural {exps['natural']:.2f}")
+    for n in ns:
+        rep.add("loops_chain", n, res["joint"][n], "ours_natural", res["natural"][n],
+                ours_growth=exps["joint"], peer_growth=exps["natural"])
+
+
+RUNNERS = {"double_pendulum": double_pendulum, "chain_rhs": chain_rhs, "spin_up": spin_up,
+           "huang_arm": huang_arm, "loops_chain": loops_chain}
+
+
+def parse_cases(text: str | None) -> list[str]:
+    """The --cases list, in the order of CASES; unknown names are an error with a suggestion."""
+    if not text:
+        return list(CASES)
+    names = [c.strip() for c in text.split(",") if c.strip()]
+    for c in names:
+        if c not in CASES:
+            raise SystemExit(f"--cases: unknown case {c!r}{did_you_mean(c, CASES)}; "
+                             f"choose from {', '.join(CASES)}")
+    return [c for c in CASES if c in names]
+
+
+def main(argv: list[str] | None = None) -> int:
+    global _LOG, CLOCK
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--quick", action="store_true",
+                   help="3 rounds, 5 ms blocks, smaller N sets, 1 s of Huang's arm (~2 min)")
+    p.add_argument("--cases", help=f"comma-separated subset of {','.join(CASES)}")
+    p.add_argument("--rounds", type=int, help="interleaved timed rounds (default 7, --quick 3)")
+    p.add_argument("--block", type=float,
+                   help="seconds per block of calls for per-call costs (default 0.05, --quick 0.005)")
+    p.add_argument("--wall", action="store_true",
+                   help="time in wall-clock seconds instead of process CPU seconds")
+    p.add_argument("--json", action="store_true",
+                   help="one JSON object per comparison on stdout (the table goes to stderr)")
+    cfg = p.parse_args(argv)
+    cases = parse_cases(cfg.cases)
+    cfg.rounds = cfg.rounds or (3 if cfg.quick else 7)
+    cfg.block = cfg.block or (0.005 if cfg.quick else 0.05)
+    if cfg.json:
+        _LOG = sys.stderr
+    if cfg.wall:
+        CLOCK = time.perf_counter
+    peers = peer_versions()
+    log(f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {platform.node()}, "
+        f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}; Python "
+        f"{platform.python_version()}, flexmbs {flexmbs.__version__}, "
+        + ", ".join(f"{k} {v}" for k, v in peers.items() if v)
+        + f"; {cfg.rounds} rounds{' (quick)' if cfg.quick else ''}, "
+        + ("wall" if cfg.wall else "CPU") + " time")
+    rep = Report(cfg.json, "wall" if cfg.wall else "cpu")
+    t0 = time.perf_counter()
+    for c in cases:
+        RUNNERS[c](cfg, peers, rep)
+    rep.table()
+    log(f"{time.perf_counter() - t0:.0f} s; load average at the end {os.getloadavg()[0]:.2f} "
+        "(on a shared machine absolute times vary between runs; the interleaved ratios less)")
+    return 0
 
 
 if __name__ == "__main__":
