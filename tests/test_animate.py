@@ -83,6 +83,22 @@ def test_crank_rocker_markers_follow_the_sensors():
     assert np.max(np.abs(cut - sensor(res, "rocker_tip"))) < 1e-6     # the loop closes (projection tolerance)
 
 
+def test_chord_reference_scales_the_bow_between_the_ends(huang):
+    body = scene_of(huang, reference="body")["link2"]
+    chord = scene_of(huang, reference="chord")["link2"]
+    # the same deformed beam at scale 1
+    assert np.max(np.abs(body.at(slice(None)) - chord.at(slice(None)))) < 1e-12
+    # scale 0: a straight beam of full length from the root towards the deformed end
+    k = huang.time.size - 1
+    straight, true = chord.at(k, 0.0), chord.at(k, 1.0)
+    towards = (true[-1] - true[0]) / np.linalg.norm(true[-1] - true[0])
+    assert np.allclose(straight - straight[0], np.outer(np.linalg.norm(straight - straight[0], axis=1), towards),
+                       atol=1e-12)
+    assert np.linalg.norm(straight[-1] - straight[0]) == pytest.approx(1.02, rel=1e-12)
+    with pytest.raises(ValueError, match="reference 'tip'"):
+        scene_of(huang, reference="tip")
+
+
 def test_inertia_box_recovers_the_box_edges():
     """A uniform box a x b x c turned by R: inertia m/12 (b^2 + c^2, ...) rotated; the box drawn
     for it has those edges along those axes."""

@@ -35,24 +35,26 @@ _BEAM_COLORS = ("#d62728", "#9467bd", "#ff7f0e", "#2ca02c", "#17becf", "#e377c2"
 FORMATS = (".html", ".gif", ".mp4", ".png")
 
 
-def scene_of(result: "Result", frames: Optional[np.ndarray] = None) -> Scene:
-    """The scene of a Result at the chosen sample indices (all by default)."""
+def scene_of(result: "Result", frames: Optional[np.ndarray] = None, reference: str = "body") -> Scene:
+    """The scene of a Result at the chosen sample indices (all by default); reference: what
+    the deformation is measured from ('body' or 'chord', see flexmbs.scene.build_scene)."""
     system = getattr(result, "system", None)
     if system is None:
         raise ValueError("this Result carries no compiled model (it was built by hand or as a subset of "
                          "signals): use the Result of flexmbs.simulate, or flexmbs.animate.result_from_csv")
     idx = np.arange(result.time.size) if frames is None else np.asarray(frames)
-    return build_scene(system, result.time[idx], result.states[idx])
+    return build_scene(system, result.time[idx], result.states[idx], reference)
 
 
 def animate(result: "Result", path: str, *, scale: float = 1.0, speed: float = 1.0, fps: float = 25.0,
-            max_frames: int = 1000, at: Optional[float] = None, title: str = "") -> Path:
+            max_frames: int = 1000, at: Optional[float] = None, title: str = "", reference: str = "body") -> Path:
     """Write an animation of `result` to path; the suffix chooses the format.
 
     .html: the interactive player (at most max_frames samples, evenly spread); .gif/.mp4: a movie
     of fps frames per second, playing at `speed` times real time; .png: one frame at time `at` [s]
     (default the end). scale: initial deformation scale factor of the flexible bodies (1: true
-    size). Returns the path written.
+    size); reference: what it is measured from, 'body' (the beam's floating frame) or 'chord'
+    (the line from root to deformed end), see flexmbs.scene.build_scene. Returns the path written.
     """
     out = Path(path)
     suffix = out.suffix.lower()
@@ -63,14 +65,14 @@ def animate(result: "Result", path: str, *, scale: float = 1.0, speed: float = 1
     if not title and getattr(result, "system", None) is not None:
         title = result.system.model.name
     if suffix == ".html":
-        scene = scene_of(result, frame_indices(result.time, max_frames=max_frames))
+        scene = scene_of(result, frame_indices(result.time, max_frames=max_frames), reference)
         out.write_text(html(scene, scale=scale, speed=speed, title=title), encoding="utf-8")
     elif suffix == ".png":
         t = result.time[-1] if at is None else at
         k = int(np.argmin(np.abs(result.time - t)))
-        snapshot([scene_of(result, np.array([k]))], str(out), scale=scale, titles=[title])
+        snapshot([scene_of(result, np.array([k]), reference)], str(out), scale=scale, titles=[title])
     else:
-        movie(scene_of(result, frame_indices(result.time, fps=fps, speed=speed)), str(out), fps=fps,
+        movie(scene_of(result, frame_indices(result.time, fps=fps, speed=speed), reference), str(out), fps=fps,
               scale=scale, title=title)
     return out
 
@@ -220,6 +222,7 @@ _PLAYER = r"""
     show(frame);
   };
   const layout = {margin: {l: 0, r: 0, t: 30, b: 0}, title: {text: D.title}, uirevision: 'keep',
+                  height: Math.max(gd.clientHeight, 400),
                   legend: {x: 0, y: 1}, scene: Object.assign({camera: {eye: {x: 1.4, y: -1.6, z: 1.0}}},
                   ranges(scale))};
   Plotly.newPlot(gd, D.traces, layout, {displaylogo: false, responsive: true}).then(() => {
@@ -250,7 +253,8 @@ def html(scene: Scene, scale: float = 1.0, speed: float = 1.0, title: str = "") 
 class _Drawing:
     """The artists of one scene on a matplotlib 3-D axis, moved frame by frame."""
 
-    def __init__(self, ax, scene: Scene, scale: float, title: str) -> None:
+    def __init__(self, ax, scene: Scene, scale: float, title: str,
+                 bounds: Optional[tuple[np.ndarray, np.ndarray]] = None) -> None:
         from mpl_toolkits.mplot3d.art3d import Poly3DCollection
 
         self.ax, self.scene, self.scale, self.title = ax, scene, scale, title
@@ -273,7 +277,7 @@ class _Drawing:
                 style = dict(joints=("D", 18, "#000"), markers=("o", 6, "#333")).get(item.name, ("o", 6, "#d62728"))
                 art = ax.scatter([], [], [], marker=style[0], s=style[1], c=style[2], depthshade=False)
             self.artists.append(art)
-        lo, hi = scene.bounds(scale)
+        lo, hi = scene.bounds(scale) if bounds is None else bounds
         centre, half = 0.5 * (lo + hi), 0.55 * max(float(np.max(hi - lo)), 1e-9)
         span = np.maximum(hi - lo, 0.2 * np.max(hi - lo)) * 0.55 + 1e-12
         for set_lim, c, h in zip((ax.set_xlim, ax.set_ylim, ax.set_zlim), centre, span):
@@ -310,18 +314,26 @@ def _figure(n: int):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig = plt.figure(figsize=(5.2 * n, 4.6))
+    fig = plt.figure(figsize=(5.2 * n, 5.0))
     return plt, fig, [fig.add_subplot(1, n, i + 1, projection="3d") for i in range(n)]
 
 
 def snapshot(scenes: Sequence[Scene], path: str, scale: float = 1.0, titles: Sequence[str] = (),
-             frame: int = -1, views: Optional[tuple[float, float]] = None) -> None:
-    """One frame of each scene side by side, saved as a PNG. views: (elevation, azimuth) [deg]."""
+             frame: int = -1, views: Optional[tuple[float, float]] = None, same_axes: bool = False) -> None:
+    """One frame of each scene side by side, saved as a PNG. views: (elevation, azimuth) [deg];
+    same_axes: one set of axis limits for all (to compare sizes)."""
     plt, fig, axes = _figure(len(scenes))
+    bounds = None
+    if same_axes:
+        box = [sc.bounds(scale) for sc in scenes]
+        bounds = np.min([b[0] for b in box], axis=0), np.max([b[1] for b in box], axis=0)
     for i, (ax, scene) in enumerate(zip(axes, scenes)):
+        _Drawing(ax, scene, scale, titles[i] if i < len(titles) else scene.model, bounds).draw(frame % scene.time.size)
         if views is not None:
             ax.view_init(*views)
-        _Drawing(ax, scene, scale, titles[i] if i < len(titles) else scene.model).draw(frame % scene.time.size)
+            if abs(views[0]) == 90.0:       # seen from above: z has nothing to show
+                ax.set_zticks([])
+                ax.set_zlabel("")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -453,6 +453,9 @@ def _parse_inputs(values: Sequence[str]) -> dict[str, float]:
               help="Hold an input constant during the run, e.g. crank.tau=2 (repeatable).")
 @click.option("--scale", type=click.FloatRange(min=0.0), default=1.0, show_default=True,
               help="Deformation scale factor of the flexible bodies (adjustable in the HTML player).")
+@click.option("--reference", type=click.Choice(["body", "chord"]), default="body", show_default=True,
+              help="What the scaled deformation of a beam is measured from: its floating frame (body) "
+                   "or the line from its root to its deformed end (chord: for beams held at both ends).")
 @click.option("--speed", type=click.FloatRange(min=0.0, min_open=True), default=1.0, show_default=True,
               help="Playback speed, times real time.")
 @click.option("--fps", type=click.FloatRange(min=0.0, min_open=True), default=25.0, show_default=True,
@@ -465,8 +468,8 @@ def _parse_inputs(values: Sequence[str]) -> dict[str, float]:
               help="Show a progress bar while simulating.")
 @_user_errors
 def animate_command(model_file: str, out_path: str, result_csv: Optional[str], t_end: Optional[float],
-                    inputs: Sequence[str], scale: float, speed: float, fps: float, max_frames: int,
-                    at_time: Optional[float], progress: bool) -> None:
+                    inputs: Sequence[str], scale: float, reference: str, speed: float, fps: float,
+                    max_frames: int, at_time: Optional[float], progress: bool) -> None:
     """Animate a run of MODEL in 3-D: simulate to --t-end (or read --result) and write -o."""
     from .animate import FORMATS, animate, result_from_csv
 
@@ -483,7 +486,7 @@ def animate_command(model_file: str, out_path: str, result_csv: Optional[str], t
     else:
         result = simulate(system, t_end, inputs=_parse_inputs(inputs) or None, progress=progress)
     path = animate(result, out_path, scale=scale, speed=speed, fps=fps, max_frames=max_frames, at=at_time,
-                   title=system.model.name)
+                   title=system.model.name, reference=reference)
     click.echo(f"wrote {path}")
 
 

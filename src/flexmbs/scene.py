@@ -137,8 +137,33 @@ def _split(r_b: np.ndarray, A_b: np.ndarray, s0: np.ndarray, u: np.ndarray) -> t
     return base, np.einsum("fij,fpj->fpi", A_b, u)
 
 
-def build_scene(system: System, time: np.ndarray, states: np.ndarray) -> Scene:
-    """The drawn geometry at the samples time (f,) [s] with states (f, nq + nv) = [q; u]."""
+def _chord_turn(axis: np.ndarray, chord: np.ndarray) -> np.ndarray:
+    """Rotations (f, 3, 3) that turn the unit vectors axis (f, 3) onto the directions of chord
+    (f, 3) by the smallest angle (about axis x chord)."""
+    from .kernels.rotations import expmap
+
+    c = chord / np.linalg.norm(chord, axis=1, keepdims=True)
+    out = np.zeros((axis.shape[0], 3, 3))
+    for f, (e, cf) in enumerate(zip(axis, c)):
+        v = np.cross(e, cf)
+        s = np.linalg.norm(v)
+        expmap(v * (np.arctan2(s, e @ cf) / s) if s > 0 else np.zeros(3), out[f])
+    return out
+
+
+REFERENCES = ("body", "chord")
+
+
+def build_scene(system: System, time: np.ndarray, states: np.ndarray, reference: str = "body") -> Scene:
+    """The drawn geometry at the samples time (f,) [s] with states (f, nq + nv) = [q; u].
+
+    reference: what a flexible beam's deformation is measured from (what a deformation scale
+    factor scales): 'body', its floating frame (clamped at the root: the modal coordinates'
+    own view, natural for a cantilever); 'chord', that frame turned about the root so that its
+    axis points at the deformed end (the bow between the ends; natural for a beam held at both
+    ends, as a coupler in a loop). At scale 1 both draw the same deformed beam."""
+    if reference not in REFERENCES:
+        raise ValueError(f"deformation reference {reference!r}: use one of {', '.join(REFERENCES)}")
     states = np.atleast_2d(np.asarray(states, float))
     if states.shape[1] < system.nq + system.nv:
         raise ValueError(f"model {system.model.name}: states have {states.shape[1]} columns, the model "
@@ -153,11 +178,31 @@ def build_scene(system: System, time: np.ndarray, states: np.ndarray) -> Scene:
     size = max([extent, 1e-3] + sizes)
     zero = np.zeros((nf, 0, 3))
 
+    # flexible bodies: stations through the mode shapes, u = Phi eta - 1/2 (eta^T H eta) e_x;
+    # ref_A: the frame the drawn deformation is measured from (see `reference`)
+    ref_A = A.copy()
+    flex_items = []
+    for bn, d in system.flex.items():
+        i = index[bn]
+        e0, n = system.body_eta[bn]
+        body = model.body(bn)
+        s0, Phi, H, line = _flex_points(d, [mk.x for mk in body.markers if mk.x is not None])
+        eta = states[:, e0:e0 + n]
+        u = np.einsum("pin,fn->fpi", Phi, eta)
+        u[:, :, 0] -= 0.5 * np.einsum("fn,pnm,fm->fp", eta, H, eta)
+        base, deform = _split(r[:, i], A[:, i], s0, u)
+        if reference == "chord" and line:
+            tip = base[:, -1] + deform[:, -1]
+            ref_A[:, i] = _chord_turn(A[:, i, :, 0], tip - r[:, i]) @ A[:, i]
+            rebased = _split(r[:, i], ref_A[:, i], s0, u)[0]
+            base, deform = rebased, base + deform - rebased
+        flex_items.append(Points(bn, "line" if line else "points", base, deform))
+
     # markers: kernel pose split into the rigid part (marker at its undeformed place) and the rest
     mk_names = sorted(system.markers, key=system.markers.get)
     mk_base = np.zeros_like(mr)
     for k, b in enumerate(S.mk_body):
-        mk_base[:, k] = S.mk_s0[k] if b < 0 else r[:, b] + A[:, b] @ S.mk_s0[k]
+        mk_base[:, k] = S.mk_s0[k] if b < 0 else r[:, b] + ref_A[:, b] @ S.mk_s0[k]
     markers = Points("markers", "points", mk_base, mr - mk_base, tuple(mk_names))
 
     # rigid bodies: inertia boxes about the centre of mass, and links from the origin to each marker
@@ -179,18 +224,7 @@ def build_scene(system: System, time: np.ndarray, states: np.ndarray) -> Scene:
                     np.zeros((nf, 8 * len(boxes), 3)))]
     items.append(Points("links", "segments", np.concatenate(links, axis=1) if links else zero,
                         np.concatenate(link_def, axis=1) if links else zero))
-
-    # flexible bodies: stations through the mode shapes, u = Phi eta - 1/2 (eta^T H eta) e_x
-    for bn, d in system.flex.items():
-        i = index[bn]
-        e0, n = system.body_eta[bn]
-        body = model.body(bn)
-        s0, Phi, H, line = _flex_points(d, [mk.x for mk in body.markers if mk.x is not None])
-        eta = states[:, e0:e0 + n]
-        u = np.einsum("pin,fn->fpi", Phi, eta)
-        u[:, :, 0] -= 0.5 * np.einsum("fn,pnm,fm->fp", eta, H, eta)
-        base, deform = _split(r[:, i], A[:, i], s0, u)
-        items.append(Points(bn, "line" if line else "points", base, deform))
+    items += flex_items
 
     # joints at their parent marker (tree and cut joints), with their axis
     joints = [(j.name, j.type, j.parent, j.parent_marker, j.axis) for j in model.joints]
