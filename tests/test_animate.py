@@ -252,6 +252,15 @@ def test_browser_draws_the_tip_where_the_sensor_is(page, huang, tmp_path):
         assert np.max(np.abs(tip - sensor(huang, "tip")[k])) < 1e-6
 
 
+def test_browser_plays_to_the_end(page, huang, tmp_path):
+    """play (started by the URL) advances through the frames and stops at the last one. Speed
+    is not checked: headless Chromium's virtual clock does not keep real time."""
+    run = _browse(page, "play=1&dump=1", tmp_path, "--dump-dom")
+    m = re.search(r'<pre id="flexmbs-dump">(.*?)</pre>', run.stdout, re.S)
+    assert m and m.group(1), run.stderr[-2000:]
+    assert json.loads(m.group(1))["frame"] == huang.time.size - 1
+
+
 # ------------------------------------------------------------------------------ movies, PNG, CLI
 
 def test_gif_has_one_frame_per_movie_frame(huang, tmp_path):

@@ -12,8 +12,9 @@ Movies and PNG frames: matplotlib's 3-D axes, headless (Agg); GIF through Pillow
 the ffmpeg executable that the `imageio-ffmpeg` wheel ships (`pip install flexmbs[video]`).
 
 URL parameters of the HTML page (also for scripted checks): `?frame=K` shows sample K,
-`&scale=S` sets the deformation scale, `&dump=1` writes the drawn trace coordinates as JSON
-into the element `#flexmbs-dump`.
+`&scale=S` sets the deformation scale, `&speed=V` the playback speed (one of the listed
+choices), `&play=1` starts playing, `&dump=1` writes the drawn trace coordinates as JSON into
+the element `#flexmbs-dump` at every frame shown.
 """
 
 from __future__ import annotations
@@ -227,6 +228,8 @@ _PLAYER = r"""
                   ranges(scale))};
   Plotly.newPlot(gd, D.traces, layout, {displaylogo: false, responsive: true}).then(() => {
     show(params.has('frame') ? Number(params.get('frame')) : 0);
+    if (params.has('speed')) speedSel.value = params.get('speed');
+    if (params.get('play') === '1') button.onclick();
   });
   window.flexmbs = {show: show, frames: nf, get frame() { return frame; }};
 })();
