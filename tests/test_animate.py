@@ -21,6 +21,7 @@ from click.testing import CliRunner
 import flexmbs
 from flexmbs.animate import animate, html, result_from_csv, scene_of
 from flexmbs.cli import main
+from flexmbs.model.catalog import shipped_models
 from flexmbs.scene import build_scene, frame_indices, inertia_box
 
 T_END = 0.5
@@ -97,6 +98,59 @@ def test_chord_reference_scales_the_bow_between_the_ends(huang):
     assert np.linalg.norm(straight[-1] - straight[0]) == pytest.approx(1.02, rel=1e-12)
     with pytest.raises(ValueError, match="reference 'tip'"):
         scene_of(huang, reference="tip")
+
+
+CLOSED = ("revolute", "universal", "spherical", "fixed")    # joints whose two markers coincide
+
+
+@pytest.mark.parametrize("name", sorted(shipped_models()))
+def test_every_shipped_model_is_drawn_with_its_joints_closed(name):
+    """At the initial state of every shipped model (every joint type, loops assembled): all
+    drawn points are finite, and at each joint whose markers coincide the parent marker (where
+    the joint is drawn) is where the child's marker is."""
+    system = flexmbs.compile_model(flexmbs.load_model(name))
+    x0 = np.concatenate([system.q0, system.u0])
+    scene = build_scene(system, np.zeros(1), x0[None])
+    assert all(np.all(np.isfinite(i.at(0))) for i in scene.items)
+    markers = scene["markers"]
+    drawn = dict(zip(markers.names, markers.at(0)))
+    model = system.model
+    for j in list(model.joints) + list(model.loops.cuts):
+        if j.type in CLOSED:
+            gap = np.linalg.norm(drawn[f"{j.parent}.{j.parent_marker}"] - drawn[f"{j.child}.{j.child_marker}"])
+            assert gap < 1e-6 * scene.size, f"{name}: joint {j.name} drawn open by {gap} m"
+
+
+def test_superelement_nodes_follow_its_markers(tmp_path):
+    """A beam imported as a superelement (M, K, nodes) is drawn as its deformed nodes; the tip
+    node is where the kernels put the tip marker, and the nodes agree with the same beam
+    modelled as a beam (1 % of its deflection: the superelement's second-order inertia is lumped)."""
+    from flexmbs.flex.beam import Beam, beam_matrices
+    from flexmbs.flex.sections import rectangle
+    from flexmbs.model import Body, Joint, Marker, Material, Model, Section
+
+    L, n_el, E, rho = 1.0, 8, 7e10, 2700.0
+    beam = Beam(L, n_el, E, E / 2.6, rho, rectangle(0.02, 0.01), rotary_inertia=True)
+    M, K = beam_matrices(beam)
+    np.savez(tmp_path / "link.npz", M=M, K=K, nodes=beam.node_positions)
+    hinge = Joint("hinge", "revolute", "ground", "origin", "link", "root", axis=(0, 0, 1), q0=(-0.3,))
+    se = Body("link", type="superelement", file=str(tmp_path / "link.npz"), modes=4,
+              markers=[Marker("root", node=0), Marker("tip", node=n_el)])
+    as_beam = Body("link", type="beam", length=L, elements=n_el, modes=4, geometric_stiffening=False,
+                   rotary_inertia=True, material=Material(E=E, G=E / 2.6, rho=rho),
+                   section=Section("rectangle", width=0.02, height=0.01),
+                   markers=[Marker("root", x=0.0), Marker("tip", x=L)])
+    runs = [flexmbs.simulate(Model("p", gravity=(0, -9.81, 0), bodies=[b], joints=[hinge]), 0.3,
+                             rtol=1e-9, output_step=0.01) for b in (se, as_beam)]
+    nodes, line = scene_of(runs[0])["link"], scene_of(runs[1])["link"]
+    assert nodes.kind == "points" and nodes.base.shape[1] == n_el + 1
+    markers = scene_of(runs[0])["markers"]
+    tip = markers.at(slice(None))[:, markers.names.index("link.tip")]
+    assert np.max(np.abs(nodes.at(slice(None))[:, -1] - tip)) < 1e-12
+    at_nodes = line.at(slice(None))[:, ::4]            # 4 stations per element: the nodes
+    deflection = np.max(np.abs(line.deform))
+    assert deflection > 1e-4
+    assert np.max(np.abs(nodes.at(slice(None)) - at_nodes)) < 1e-2 * deflection
 
 
 def test_inertia_box_recovers_the_box_edges():
