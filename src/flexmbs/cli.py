@@ -1,9 +1,10 @@
-"""Command line: `flexmbs simulate | modes | check | models` (and `build`, registered by the
-FMU layer flexmbs_fmu through the `flexmbs.commands` entry point).
+"""Command line: `flexmbs simulate | animate | modes | check | models` (and `build`, registered
+by the FMU layer flexmbs_fmu through the `flexmbs.commands` entry point).
 
     flexmbs models
     flexmbs check huang_two_link
     flexmbs simulate huang_two_link --t-end 5 --out run.csv --plot run.png
+    flexmbs animate huang_two_link --t-end 5 -o run.html
     flexmbs modes spin_up_beam --n 4 --spin hub=6
 
 Every user error (an invalid or missing model file, a failed integration, an unknown signal
@@ -421,6 +422,72 @@ def check_command(model_file: str) -> None:
     click.echo(f"outputs ({len(units)} signals):")
     for line in _grouped_outputs(units):
         click.echo(f"  {line}")
+
+
+# ------------------------------------------------------------------------------ animate
+
+def _parse_inputs(values: Sequence[str]) -> dict[str, float]:
+    """NAME=VALUE pairs of constant inputs."""
+    out: dict[str, float] = {}
+    for text in values:
+        name, sep, value = text.partition("=")
+        try:
+            if not (sep and name.strip()):
+                raise ValueError
+            out[name.strip()] = float(value)
+        except ValueError:
+            raise click.BadParameter(f"expected NAME=VALUE (e.g. crank.tau=2), got {text!r}",
+                                     param_hint="--input") from None
+    return out
+
+
+@main.command("animate")
+@click.argument("model_file", metavar="MODEL")
+@click.option("-o", "--out", "out_path", type=click.Path(dir_okay=False), required=True,
+              help="Output file: .html (interactive 3-D player), .gif or .mp4 (movie), .png (one frame).")
+@click.option("--result", "result_csv", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="Animate this CSV of `flexmbs simulate --out` instead of simulating.")
+@click.option("--t-end", type=click.FloatRange(min=0.0, min_open=True), default=None,
+              help="End time [s] of the run to simulate (needed without --result).")
+@click.option("--input", "inputs", multiple=True, metavar="NAME=VALUE",
+              help="Hold an input constant during the run, e.g. crank.tau=2 (repeatable).")
+@click.option("--scale", type=click.FloatRange(min=0.0), default=1.0, show_default=True,
+              help="Deformation scale factor of the flexible bodies (adjustable in the HTML player).")
+@click.option("--reference", type=click.Choice(["body", "chord"]), default="body", show_default=True,
+              help="What the scaled deformation of a beam is measured from: its floating frame (body) "
+                   "or the line from its root to its deformed end (chord: for beams held at both ends).")
+@click.option("--speed", type=click.FloatRange(min=0.0, min_open=True), default=1.0, show_default=True,
+              help="Playback speed, times real time.")
+@click.option("--fps", type=click.FloatRange(min=0.0, min_open=True), default=25.0, show_default=True,
+              help="Frames per second of a GIF/MP4.")
+@click.option("--max-frames", type=click.IntRange(min=2), default=1000, show_default=True,
+              help="Most samples the HTML player holds (evenly spread over the run).")
+@click.option("--at", "at_time", type=float, default=None,
+              help="Time [s] of the frame of a .png (default: the end).")
+@click.option("--progress/--no-progress", default=False, show_default=True,
+              help="Show a progress bar while simulating.")
+@_user_errors
+def animate_command(model_file: str, out_path: str, result_csv: Optional[str], t_end: Optional[float],
+                    inputs: Sequence[str], scale: float, reference: str, speed: float, fps: float,
+                    max_frames: int, at_time: Optional[float], progress: bool) -> None:
+    """Animate a run of MODEL in 3-D: simulate to --t-end (or read --result) and write -o."""
+    from .animate import FORMATS, animate, result_from_csv
+
+    if not out_path.lower().endswith(FORMATS):
+        raise click.BadParameter(f"{out_path}: the name must end in one of {', '.join(FORMATS)}",
+                                 param_hint="-o/--out")
+    if (result_csv is None) == (t_end is None):
+        raise click.UsageError("give either --t-end (simulate now) or --result run.csv (a finished run)")
+    if result_csv is not None and inputs:
+        raise click.UsageError("--input applies to a simulation; --result replays a finished run")
+    system = compile_model(load_model(model_file))
+    if result_csv is not None:
+        result = result_from_csv(result_csv, system)
+    else:
+        result = simulate(system, t_end, inputs=_parse_inputs(inputs) or None, progress=progress)
+    path = animate(result, out_path, scale=scale, speed=speed, fps=fps, max_frames=max_frames, at=at_time,
+                   title=system.model.name, reference=reference)
+    click.echo(f"wrote {path}")
 
 
 @main.command("models")

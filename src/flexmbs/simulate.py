@@ -19,15 +19,18 @@ InputSpec = Union[None, Mapping[str, float], Callable[[float], Mapping[str, floa
 
 class Result:
     """Sampled simulation output. `result.time` [s]; `result["elbow.q"]` a signal by name;
-    `result.names` all names; `result.units[name]` its unit; `result.stats` solver statistics."""
+    `result.names` all names; `result.units[name]` its unit; `result.stats` solver statistics;
+    `result.states` the states [q; u] per sample; `result.system` the compiled model (None when
+    not known), which `animate` needs."""
 
     def __init__(self, time: np.ndarray, signals: dict[str, np.ndarray], units: dict[str, str],
-                 stats: dict, states: np.ndarray) -> None:
+                 stats: dict, states: np.ndarray, system: Optional[System] = None) -> None:
         self.time = time
         self.signals = signals
         self.units = units
         self.stats = stats
         self.states = states
+        self.system = system
 
     @property
     def names(self) -> list[str]:
@@ -49,25 +52,32 @@ class Result:
             np.savetxt(f, data, delimiter=",")
 
     def plot(self, path: Optional[str] = None, signals: Optional[Sequence[str]] = None, title: str = ""):
-        """Plot the chosen signals (default: joint angles, tip deflections, energies), one axis
-        per unit; save to `path` (PNG) when given. Returns the matplotlib figure."""
+        """Plot the chosen signals (default: joint positions, tip deflections, energies), one
+        panel per unit: the axis names the quantity and its unit, the legend (right of the
+        panel) each signal as `name [unit]`. Save to `path` (PNG) when given. Unknown names
+        raise KeyError with the closest known names. Returns the matplotlib figure."""
         import matplotlib
         if path is not None:
             matplotlib.use("Agg")
         import matplotlib.pyplot as plt
         if signals is None:
-            signals = [n for n in self.names if n.endswith(".q") or ".tip_deflection" in n
+            signals = [n for n in self.names if n.endswith(".q") or ".q[" in n or ".tip_deflection" in n
                        or n.startswith("energy.")]
+        for n in signals:
+            self[n]                       # KeyError naming the closest known signals
+        if not signals:
+            raise ValueError("no signals to plot")
         groups: dict[str, list[str]] = {}
         for n in signals:
             groups.setdefault(self.units.get(n, ""), []).append(n)
-        fig, axes = plt.subplots(len(groups), 1, figsize=(8, 2.6 * len(groups)), sharex=True, squeeze=False)
+        fig, axes = plt.subplots(len(groups), 1, figsize=(8, 1.2 + 2.3 * len(groups)), sharex=True, squeeze=False)
         for ax, (unit, names) in zip(axes[:, 0], groups.items()):
             for n in names:
-                ax.plot(self.time, self[n], label=n)
-            ax.set_ylabel(unit)
+                ax.plot(self.time, self[n], label=f"{n} [{unit}]" if unit else n)
+            quantity = _quantity(names)
+            ax.set_ylabel(f"{quantity} [{unit}]" if unit else quantity)
             ax.grid(True, alpha=0.3)
-            ax.legend(fontsize=7, loc="best")
+            ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
         axes[-1, 0].set_xlabel("time [s]")
         if title:
             fig.suptitle(title)
@@ -76,6 +86,23 @@ class Result:
             fig.savefig(path, dpi=120)
             plt.close(fig)
         return fig
+
+    def animate(self, path: str, **options):
+        """Write a 3-D animation of the run: .html (interactive player, self-contained),
+        .gif/.mp4 (movie) or .png (one frame); options as flexmbs.animate.animate (scale,
+        speed, fps, max_frames, at, title). Returns the path written."""
+        from .animate import animate
+
+        return animate(self, path, **options)
+
+
+def _quantity(names: Sequence[str]) -> str:
+    """The quantity a panel shows, from its signal names: the part after the last dot shared
+    by all (without indices), e.g. 'q', 'tip_deflection', or 'energy' for energies."""
+    if all(n.startswith("energy.") for n in names):
+        return "energy"
+    kinds = {n.rsplit(".", 1)[-1].split("[")[0] for n in names}
+    return kinds.pop() if len(kinds) == 1 else ", ".join(sorted(kinds))
 
 
 def _input_vector(system: System, spec: InputSpec, t: float) -> np.ndarray:
@@ -184,4 +211,4 @@ def _result(system: System, W, stats: dict, t: np.ndarray, X: np.ndarray, U: np.
     Evaluator(system, W).evaluate(t, X, U, Y)
     sig = {s.name: np.ascontiguousarray(Y[:, s.index]) for s in table}
     units = {s.name: s.unit for s in table}
-    return Result(t, sig, units, stats, Y[:, :system.nq + system.nv].copy())
+    return Result(t, sig, units, stats, Y[:, :system.nq + system.nv].copy(), system=system)
