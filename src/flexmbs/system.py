@@ -41,6 +41,7 @@ from .model import (
 )
 from .loops import assemble, cut_rows, row_names
 from .model.segments import expand_segments
+from .model.validate import SUPERELEMENT_FILES
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,9 @@ class System:
     joint_q/joint_u: name -> (start, count) in q/u; flex: body name -> FlexBodyData;
     inputs: input signal names in order; markers: 'body.marker' -> marker index;
     sensors: sensor name -> marker index; loop_rows: the names of the loop constraints (rows of
-    the constraint Jacobian), loop_redundant: those found dependent on the others and dropped.
+    the constraint Jacobian), loop_redundant: those found dependent on the others and dropped;
+    loop_corrections: joint or flexible body name -> (largest change of its positions, of its
+    velocities) made by loop assembly to the model's q0/qd0 [rad, m, modal amplitudes; per s].
     """
 
     model: Model
@@ -71,6 +74,7 @@ class System:
     drives: dict[str, str] = field(default_factory=dict)
     loop_rows: list[str] = field(default_factory=list)
     loop_redundant: list[str] = field(default_factory=list)
+    loop_corrections: dict[str, tuple[float, float]] = field(default_factory=dict)
 
     @property
     def nq(self) -> int:
@@ -125,6 +129,27 @@ def flex_data(body: Body) -> Optional[FlexBodyData]:
             se = load_matrix_market(body.mass_file, body.stiffness_file, body.nodes_file, body.dofs_per_node)
         return superelement_body(se, body.modes, tuple(body.reference_nodes))
     return None
+
+
+def _flex_data_of(model: Model, body: Body) -> Optional[FlexBodyData]:
+    """flex_data, with a superelement data error or a number too large to compute turned into a
+    ModelError naming the body (and file), as the validator would have."""
+    try:
+        return flex_data(body)
+    except ModelError:
+        raise
+    except (ValueError, OverflowError, FloatingPointError) as err:
+        if body.type != "superelement" and not isinstance(err, (OverflowError, FloatingPointError)):
+            raise
+        index = next((i for i, b in enumerate(model.bodies) if b.name == body.name), None)
+        where = f"bodies[{index}] {body.name!r}" if index is not None else f"body {body.name!r}"
+        if body.type == "superelement":
+            named = [n for n in SUPERELEMENT_FILES if getattr(body, n) and str(getattr(body, n)) in str(err)]
+            where += f".{(named or ['file' if body.file is not None else 'mass_file'])[0]}"
+            message = str(err)
+        else:
+            message = f"its numbers are beyond what can be computed ({err}); check the dimensions and units"
+        raise ModelError([Issue(where, message, model.source)]) from None
 
 
 def _skew(a: np.ndarray) -> np.ndarray:
@@ -243,7 +268,7 @@ def compile_model(model: Model) -> System:
     joints = [model.joints[k] for k in order]
     bodies = [model.body(j.child) for j in joints]
     body_index = {b.name: i for i, b in enumerate(bodies)}
-    flex = {b.name: d for b in bodies if (d := flex_data(b)) is not None}
+    flex = {b.name: d for b in bodies if (d := _flex_data_of(model, b)) is not None}
     nb = len(bodies)
     nmax = max([1] + [d.n for d in flex.values()])
 
