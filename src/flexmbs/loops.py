@@ -167,8 +167,62 @@ def assemble(system: System) -> None:
                                 f"'{row}' is off by {abs(g_all[worst]):.3g} ({unit}); check the link lengths, the "
                                 "cut's markers and the joints' approximate q0", file=model.source)])
     project_velocities(loops, q, u, free)
+    _report_corrections(system, q, u)
     system.q0[:] = q
     system.u0[:] = u
+
+
+class AssemblyWarning(UserWarning):
+    """Loop assembly changed initial values the model gave (velocities, or a flexible body's
+    modal coordinates) beyond tolerance."""
+
+
+# relative size of a correction worth reporting (joint values in rad, m, rad/s, m/s; modal ones
+# in units of their state scales)
+CORRECTION_TOL = 1e-6
+
+
+def _report_corrections(system: System, q: np.ndarray, u: np.ndarray) -> None:
+    """Record in system.loop_corrections {joint or body name: (largest position change, largest
+    velocity change)} what assembly changed from the model's initial values, and warn (per joint
+    or body, with the size) where it changed what the model stated: the qd0 a joint was given
+    (its velocity is then not the one asked for) or a flexible body's modal coordinates (the
+    change is elastic energy put into the initial state, estimated here for mass-normalised
+    modes: strain 1/2 d_eta^T K d_eta, kinetic 1/2 |d_etadot|^2)."""
+    import warnings
+
+    from .solvers.stepper import state_scales
+
+    model, S = system.model, system.arrays
+    dq, du = q - system.q0, u - system.u0
+    scales = state_scales(system)
+    for jn in system.joints:
+        (q0, nq), (u0, nv) = system.joint_q[jn], system.joint_u[jn]
+        pos = float(np.max(np.abs(dq[q0:q0 + nq]), initial=0.0))
+        vel = float(np.max(np.abs(du[u0:u0 + nv]), initial=0.0))
+        if max(pos, vel) > TOL:
+            system.loop_corrections[jn] = (pos, vel)
+        given = np.ravel(np.asarray(model.joint(jn).qd0, dtype=float))
+        if given.size and vel > CORRECTION_TOL * max(1.0, float(np.max(np.abs(given)))):
+            warnings.warn(f"model {model.name}: loop assembly changed the initial velocity of joint {jn!r} by "
+                          f"{vel:.3g} (rad/s or m/s): its qd0 is not consistent with the loops; the velocities "
+                          "follow from the qd0 of the joints in loops.independent (list it there to hold it)",
+                          AssemblyWarning, stacklevel=4)
+    for name, (e0, n) in system.body_eta.items():
+        v0 = S.ev[system.bodies.index(name)]
+        d_eta, d_rate = dq[e0:e0 + n], du[v0:v0 + n]
+        pos, vel = float(np.max(np.abs(d_eta), initial=0.0)), float(np.max(np.abs(d_rate), initial=0.0))
+        if max(pos, vel) > TOL:
+            system.loop_corrections[name] = (pos, vel)
+        moved = np.max(np.abs(d_eta) / scales[e0:e0 + n], initial=0.0)
+        moved = max(moved, np.max(np.abs(d_rate) / scales[S.nq + v0:S.nq + v0 + n], initial=0.0))
+        if moved > CORRECTION_TOL:
+            energy = 0.5 * float(d_eta @ system.flex[name].Ke @ d_eta) + 0.5 * float(d_rate @ d_rate)
+            warnings.warn(f"model {model.name}: loop assembly deformed flexible body {name!r}: its modal "
+                          f"coordinates moved by up to {pos:.3g}, their rates by up to {vel:.3g}, about "
+                          f"{energy:.3g} J of elastic energy in the initial state; give q0/qd0 consistent "
+                          "with the loops or hold the joints that set them in loops.independent",
+                          AssemblyWarning, stacklevel=4)
 
 
 def _drop_dependent(system: System, G_active: np.ndarray, qr) -> None:
