@@ -26,6 +26,7 @@ from flexmbs.loops import AssemblyWarning
 from flexmbs.model import Body, Joint, Marker, Material, Model, Section, model_from_dict, validate
 from flexmbs.model.catalog import models_dir
 from flexmbs.model.loader import FILE_LIMITS
+from flexmbs.model.paths import set_value
 from flexmbs.system import compile_model
 
 MODELS = models_dir()
@@ -101,6 +102,12 @@ def test_aliases_within_the_limits_still_work(tmp_path: Path) -> None:
     path = tmp_path / "m.yaml"
     path.write_text(text)
     assert load_model(path).body("link2").material.E == pytest.approx(6.9e10)
+
+
+def test_a_null_list_of_names_is_a_model_error() -> None:
+    """Found by the fuzzer: `independent: null` raised a KeyError while describing the type."""
+    with pytest.raises(ModelError, match=r"loops.independent: expected a list of texts, got None"):
+        model_from_dict({"loops": {"independent": None}})
 
 
 # ---------------------------------------------------------------- data files
@@ -366,6 +373,19 @@ def test_a_cut_joint_on_a_segmented_beam_tends_to_the_rigid_linkage() -> None:
         results[segments] = res
     np.testing.assert_allclose(results[2]["rocker.q"], results[1]["rocker.q"], atol=2e-5)
     np.testing.assert_allclose(results[2]["mid.r[1]"], results[1]["mid.r[1]"], atol=2e-5)
+
+
+def test_parameter_paths_name_the_whole_segmented_beam() -> None:
+    """FMU parameter paths are set on the model before segment expansion: quadrupling E of the
+    segmented coupler doubles every segment's modal frequencies (omega ~ sqrt(E))."""
+    model = beam_four_bar(2, 2.07e11)
+    base = compile_model(model)
+    set_value(model, "bodies.coupler.material.E", 4 * 2.07e11)
+    stiff = compile_model(model)
+    segments = [name for name in base.flex if name.startswith("coupler")]
+    assert len(segments) == 2
+    for name in segments:
+        np.testing.assert_allclose(stiff.flex[name].freqs, 2 * base.flex[name].freqs, rtol=1e-9)
 
 
 # ---------------------------------------------------------------- loop assembly corrections

@@ -354,7 +354,7 @@ def _plural(hint: Any) -> str:
         return "mappings"
     if get_origin(hint) is collections.abc.Sequence:
         return f"lists of {_plural(get_args(hint)[0])}"
-    return {float: "numbers", int: "integers"}[hint]
+    return {float: "numbers", int: "integers", str: "texts", bool: "true or false values"}[hint]
 
 
 def _is_number(value: Any) -> bool:

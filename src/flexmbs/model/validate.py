@@ -235,7 +235,8 @@ class _Checker:
         axis = self.vector(loc, value)
         if axis is None:
             return None
-        norm = float(np.linalg.norm(axis))
+        with np.errstate(over="ignore"):  # a huge component: norm inf, reported below
+            norm = float(np.linalg.norm(axis))
         if abs(norm - 1.0) > UNIT_TOL:
             self.add(loc, f"expected a unit vector (norm 1 within {UNIT_TOL:g}), got {show(value)} "
                           f"with norm {_num(norm)}")
