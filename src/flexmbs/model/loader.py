@@ -133,7 +133,7 @@ class _LimitExceeded(Exception):
 
 
 if yaml.__with_libyaml__:
-    from yaml._yaml import CParser as _Parser  # libyaml's scanner: 5x faster on a large file
+    from yaml._yaml import CParser as _Parser  # libyaml events: 3.4x faster (median, 100 kB)
 
     def _init_parser(loader: Any, text: str) -> None:
         _Parser.__init__(loader, text)
