@@ -185,12 +185,13 @@ CORRECTION_TOL = 1e-6
 def _report_corrections(system: System, q: np.ndarray, u: np.ndarray) -> None:
     """Record in system.loop_corrections {joint or body name: (largest position change, largest
     velocity change)} what assembly changed from the model's initial values, and warn (per joint
-    or body, with the size) where it changed what the model stated: the qd0 a joint was given
-    (its velocity is then not the one asked for) or a flexible body's modal coordinates (the
+    or body, with the size) where it changed what the model stated: the qd0 given to a joint
+    that is not motion-driven (its velocity is then not the one asked for) or a flexible body's modal coordinates (the
     change is elastic energy put into the initial state, estimated here for mass-normalised
     modes: strain 1/2 d_eta^T K d_eta, kinetic 1/2 |d_etadot|^2)."""
     import warnings
 
+    from .kernels.dynamics import MOTION
     from .solvers.stepper import state_scales
 
     model, S = system.model, system.arrays
@@ -203,7 +204,8 @@ def _report_corrections(system: System, q: np.ndarray, u: np.ndarray) -> None:
         if max(pos, vel) > TOL:
             system.loop_corrections[jn] = (pos, vel)
         given = np.ravel(np.asarray(model.joint(jn).qd0, dtype=float))
-        if given.size and vel > CORRECTION_TOL * max(1.0, float(np.max(np.abs(given)))):
+        prescribed = bool(np.any(S.drive[u0:u0 + nv] == MOTION))  # its profile sets the rate, loops or not
+        if given.size and not prescribed and vel > CORRECTION_TOL * max(1.0, float(np.max(np.abs(given)))):
             warnings.warn(f"model {model.name}: loop assembly changed the initial velocity of joint {jn!r} by "
                           f"{vel:.3g} (rad/s or m/s): its qd0 is not consistent with the loops; the velocities "
                           "follow from the qd0 of the joints in loops.independent (list it there to hold it)",

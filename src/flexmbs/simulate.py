@@ -149,6 +149,10 @@ def simulate(model: Union[Model, System], t_end: float, *, method: Optional[str]
     the model's solver settings. output_step [s]: sampling of the result (default the model's).
     inputs: {input name: value} held constant, or a function t -> dict sampled at each output
     time and held until the next (zero-order hold, as in co-simulation). x0: initial [q; u].
+
+    Every argument is checked before the run: a ValueError names the argument and what was
+    expected (t_end >= 0, positive finite steps and tolerances, x0 of nq + nv finite values,
+    finite inputs, a result within arguments.OUTPUT_BUDGET, at most arguments.STEP_BUDGET steps).
     """
     _check_arguments(t_end, method, step, rtol, atol, max_step, output_step, inputs)
     system = model if isinstance(model, System) else compile_model(model)
