@@ -366,13 +366,15 @@ def test_a_cut_joint_on_a_segmented_beam_tends_to_the_rigid_linkage() -> None:
                 res = flexmbs.simulate(beam_four_bar(segments, 2.07e11 * factor), 0.3)
             errors.append(np.max(np.abs(res["rocker.q"] - freudenstein(res["crank.q"]))))
             assert np.max(np.abs(res["rocker_pin.gap"])) < 1e-9
-        # the coupler's bending, so the departure from the rigid linkage, goes as 1/E
-        assert errors[1] < 0.2 * errors[0] and errors[1] < 2e-5, (segments, errors)
+        # the departure from the rigid linkage shrinks as the coupler stiffens (measured: 1.4e-9
+        # rad at 10x, 1.5e-11 rad at 100x, for one and for two segments)
+        assert errors[1] < 0.1 * errors[0] and errors[1] < 1e-10, (segments, errors)
         # the end sensor (moved to the last segment) sits on the rocker's pin: |end - d| = C
         np.testing.assert_allclose(np.hypot(res["end.r[1]"] - D, res["end.r[2]"]), C, atol=1e-6)
         results[segments] = res
-    np.testing.assert_allclose(results[2]["rocker.q"], results[1]["rocker.q"], atol=2e-5)
-    np.testing.assert_allclose(results[2]["mid.r[1]"], results[1]["mid.r[1]"], atol=2e-5)
+    np.testing.assert_allclose(results[2]["rocker.q"], results[1]["rocker.q"], atol=1e-10)
+    # the midpoint carries the (truncated, differently resolved) bending of ~1e-7 m
+    np.testing.assert_allclose(results[2]["mid.r[1]"], results[1]["mid.r[1]"], atol=1e-6)
 
 
 def test_parameter_paths_name_the_whole_segmented_beam() -> None:
