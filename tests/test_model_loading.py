@@ -170,7 +170,11 @@ def test_superelement_paths_resolve_against_the_yaml_folder(tmp_path: Path) -> N
     (tmp_path / "models").mkdir()
     path = tmp_path / "models" / "arm.yaml"
     path.write_text(text.replace("parts/plate.npz", "../parts/plate.npz"))
-    assert load_model(path).body("plate").file == str(tmp_path / "parts" / "plate.npz")
+    assert load_model(path, allow_outside=True).body("plate").file == str(tmp_path / "parts" / "plate.npz")
+    # outside the model's folder only when asked for
+    with pytest.raises(ModelError, match="outside the model's folder") as info:
+        load_model(path)
+    assert info.value.issues[0].path == "bodies[2] 'plate'.file"
 
 
 # ---------------------------------------------------------------- YAML rejections

@@ -74,14 +74,22 @@ def _user_errors(command: Callable) -> Callable:
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="flexmbs")
 @click.option("--debug", is_flag=True, help="Show the Python traceback of errors.")
+@click.option("--allow-outside-data", is_flag=True,
+              help="Let a model read data files (superelements) outside its own folder.")
 @click.pass_context
-def main(ctx: click.Context, debug: bool) -> None:
+def main(ctx: click.Context, debug: bool, allow_outside_data: bool) -> None:
     """flexmbs: flexible multibody dynamics from a YAML model file.
 
     MODEL is a model file (see docs/model-file.md) or the name of a shipped model (`flexmbs
     models` lists them). Errors go to stderr with exit status 1.
     """
-    ctx.obj = {"debug": debug}
+    ctx.obj = {"debug": debug, "allow_outside": allow_outside_data}
+
+
+def _load(model_file: str) -> Model:
+    """load_model with the group's --allow-outside-data."""
+    options = click.get_current_context().find_root().obj or {}
+    return load_model(model_file, allow_outside=bool(options.get("allow_outside")))
 
 
 # ------------------------------------------------------------------------------ helpers
@@ -208,7 +216,7 @@ def simulate_command(model_file: str, t_end: float, method: Optional[str], rtol:
                      signals_text: Optional[str], progress: bool) -> None:
     """Simulate MODEL from t = 0 to --t-end and print a summary."""
     names = _parse_signals(signals_text)
-    model = load_model(model_file)
+    model = _load(model_file)
     system = compile_model(model)
     if names is not None:  # check the names before a possibly long run
         _check_signal_names(names, list(_output_names(system)))
@@ -301,7 +309,7 @@ def modes_command(model_file: str, n_modes: int, spin: Sequence[str]) -> None:
     except ImportError:
         raise click.ClickException("modal analysis (flexmbs.modes) is not available in this "
                                    "flexmbs version") from None
-    model = load_model(model_file)
+    model = _load(model_file)
     try:
         res = modes_fn(model, n=n_modes, spin=spin_rates or None)
     except RuntimeError as exc:  # no equilibrium found, singular mass matrix, ...
@@ -341,7 +349,7 @@ def modes_command(model_file: str, n_modes: int, spin: Sequence[str]) -> None:
 @_user_errors
 def check_command(model_file: str) -> None:
     """Load, validate and compile MODEL; print its bodies, joints, inputs and outputs."""
-    model = load_model(model_file)
+    model = _load(model_file)
     system = compile_model(model)
     click.echo(f"model {model.name!r} ({model.source}): valid")
     if model.description:
@@ -412,6 +420,8 @@ def check_command(model_file: str) -> None:
                        f"axis {list(cut.axis)}")
         redundant = ", ".join(system.loop_redundant) or "none"
         click.echo(f"  {len(system.loop_rows)} constraint rows; redundant, dropped: {redundant}")
+        moved = "; ".join(f"{name} {_fmt(dq)} / {_fmt(du)}" for name, (dq, du) in system.loop_corrections.items())
+        click.echo(f"  assembly changed the initial values (largest position / velocity change): {moved or 'none'}")
 
     click.echo(f"inputs ({len(system.inputs)}):")
     for name, default in zip(system.inputs, system.input_defaults):

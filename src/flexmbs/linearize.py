@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import arguments as args
 from .kernels.drives import MOTION
 from .kernels.dynamics import rhs
 from .model.elements import JOINT_NV, Drive, Model, Profile
@@ -189,9 +190,16 @@ def _kernel_args(system: System) -> tuple:
     return ref, box(W), W
 
 
-def _system_of(model_or_system: Model | System, spin: Mapping[str, float] | None = None) -> System:
+def _system_of(model_or_system: Model | System, spin: Mapping[str, float] | None = None,
+               where: str = "linearize") -> System:
     """The System to analyse; with spin = {joint: rate [rad/s or m/s]} the named single-coordinate
     joints become motion drives q = q0 + rate t (on a deep copy of the Model, then compiled)."""
+    if spin is not None and not isinstance(spin, Mapping):
+        raise ValueError(f"{where}: spin = {spin!r}: expected a mapping {{joint name: rate}}")
+    for jn, rate in (spin or {}).items():
+        args.number(where, f"spin[{jn!r}]", rate, "finite", "rad/s or m/s")
+    if not isinstance(model_or_system, (Model, System)):
+        raise ValueError(f"{where}: expected a Model or a compiled System, got {type(model_or_system).__name__}")
     if not spin:
         return model_or_system if isinstance(model_or_system, System) else compile_model(model_or_system)
     base = model_or_system.model if isinstance(model_or_system, System) else model_or_system
@@ -208,36 +216,28 @@ def _system_of(model_or_system: Model | System, spin: Mapping[str, float] | None
     return compile_model(model)
 
 
-def _input_vector(system: System, inputs) -> np.ndarray:
-    """Input values (defaults overridden by a {name: value} mapping or a full array); length >= 1
-    so that the kernels always see the same array type."""
+def _input_vector(system: System, inputs, where: str = "linearize") -> np.ndarray:
+    """Input values (defaults overridden by a {name: value} mapping or a full array), checked
+    finite; length >= 1 so that the kernels always see the same array type."""
     u = np.zeros(max(1, len(system.inputs)))
     u[:len(system.inputs)] = system.input_defaults
     if inputs is None:
         return u
     if isinstance(inputs, Mapping):
-        for name, val in inputs.items():
-            if name not in system.inputs:
-                raise KeyError(f"unknown input {name!r}; the model's inputs are: "
-                               f"{', '.join(system.inputs) or '(none)'}")
-            u[system.inputs.index(name)] = float(val)
+        for name, val in args.input_values(where, inputs, system.inputs).items():
+            u[system.inputs.index(name)] = val
         return u
-    arr = np.asarray(inputs, dtype=float).ravel()
-    if arr.size != len(system.inputs):
-        raise ValueError(f"inputs: expected {len(system.inputs)} values ({', '.join(system.inputs)}), "
-                         f"got {arr.size}")
+    arr = args.vector(where, "inputs", np.ravel(np.asarray(inputs, dtype=object)), len(system.inputs),
+                      f"the inputs {', '.join(system.inputs) or '(none)'}")
     u[:arr.size] = arr
     return u
 
 
-def _reference_state(system: System, x) -> np.ndarray:
+def _reference_state(system: System, x, where: str = "linearize", name: str = "x") -> np.ndarray:
     nx = system.nq + system.nv
     if x is None:
         return np.concatenate([system.q0, system.u0]).astype(float)
-    x = np.array(x, dtype=float).ravel()
-    if x.size != nx:
-        raise ValueError(f"x: expected the full state [q; u] of length {nx}, got {x.size}")
-    return x
+    return args.vector(where, name, np.ravel(np.asarray(x, dtype=object)), nx, "the full state [q; u]")
 
 
 class _Evaluator:
@@ -325,6 +325,9 @@ def linearize(model_or_system: Model | System, *, t: float = 0.0, x: np.ndarray 
     B has one column per entry of system.inputs. spin = {joint: rate}: those joints turn at a constant
     rate first (as in equilibrium).
     """
+    args.number("linearize", "t", t, "finite", "s")
+    if outputs is not None and (isinstance(outputs, str) or not all(isinstance(o, str) for o in outputs)):
+        raise ValueError(f"linearize: outputs = {outputs!r}: expected a list of signal names")
     system = _system_of(model_or_system, spin)
     if system.model.loops.cuts:
         raise ValueError(f"linearize: model {system.model.name!r} has closed loops (loops.cuts); its joint "
@@ -363,11 +366,15 @@ def equilibrium(model_or_system: Model | System, *, spin: Mapping[str, float] | 
     coordinates at their profile values. tol: on the Newton step in units of the state scales,
     or on the residual relative to the first one. Raises RuntimeError when Newton fails.
     """
-    system = _system_of(model_or_system, spin)
+    where = "equilibrium"
+    args.number(where, "tol", tol, "positive")
+    args.number(where, "t", t, "finite", "s")
+    args.integer(where, "max_iter", max_iter, 1)
+    system = _system_of(model_or_system, spin, where)
     coords = _Coordinates(system)
-    x = _reference_state(system, x_guess)
+    x = _reference_state(system, x_guess, where, "x_guess")
     x[system.nq + coords.vel_c] = 0.0
-    u_ref = _input_vector(system, inputs)
+    u_ref = _input_vector(system, inputs, where)
     ev = _Evaluator(system, coords, t, x, [])
     npos = coords.npos
     steps = _FD * coords.scales[:npos]
@@ -502,12 +509,15 @@ def modes(model: Model | System, *, n: int | None = 6, spin: Mapping[str, float]
     count. zero_tol [rad/s]: eigenvalues below it are zero modes (default 1e-5 max(1, max |lambda|)).
     """
     if about not in ("equilibrium", "initial"):
-        raise ValueError(f"about: expected 'equilibrium' or 'initial', got {about!r}")
-    system = _system_of(model, spin)
+        raise ValueError(f"modes: about = {about!r}: expected 'equilibrium' or 'initial'")
+    if n is not None:
+        args.integer("modes", "n", n, 1)
+    args.optional_number("modes", "zero_tol", zero_tol, "non-negative", "rad/s")
+    system = _system_of(model, spin, "modes")
     if about == "equilibrium":
         x_ref = equilibrium(system, x_guess=x, inputs=inputs)
     else:
-        x_ref = _reference_state(system, x)
+        x_ref = _reference_state(system, x, "modes")
     lin = linearize(system, x=x_ref, inputs=inputs, outputs=[])
     npos = lin.A.shape[0] // 2
     names = lin.state_names[:npos]

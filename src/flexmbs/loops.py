@@ -37,6 +37,11 @@ ROWS = {
 TOL = 1e-11
 
 
+class AssemblyWarning(UserWarning):
+    """Loop assembly changed initial values the model gave (velocities, or a flexible body's
+    modal coordinates) beyond tolerance."""
+
+
 def row_names(cut: Joint) -> list[str]:
     """Names of the constraint rows of a cut joint, e.g. `pin: offset e1`, `pin: tilt e3.e1'`."""
     return [f"{cut.name}: offset e{i + 1}" if kind == POSITION else f"{cut.name}: tilt e{i + 1}.e{j + 1}'"

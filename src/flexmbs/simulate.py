@@ -8,7 +8,8 @@ from typing import Callable, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
-from .model.elements import Model
+from . import arguments as args
+from .model.elements import METHODS, Model
 from .names import lookup
 from .signals import Evaluator, output_width, signal_table
 from .solvers.stepper import Settings, SolverError, Stepper
@@ -106,15 +107,55 @@ def _quantity(names: Sequence[str]) -> str:
 
 
 def _input_vector(system: System, spec: InputSpec, t: float) -> np.ndarray:
+    """The inputs at time t [s]: the defaults overridden by `spec` (checked: known names, finite
+    values, so that a NaN input is reported as such, not as a solver failure)."""
     u = system.input_defaults.copy()
     if spec is None:
         return u
-    values = spec(t) if callable(spec) else spec
+    values = args.input_values("simulate", spec(t) if callable(spec) else spec, system.inputs,
+                               t if callable(spec) else None)
     for name, val in values.items():
-        if name not in system.inputs:
-            raise KeyError(f"unknown input {name!r}; the model's inputs are: {', '.join(system.inputs) or '(none)'}")
         u[system.inputs.index(name)] = val
     return u
+
+
+def _check_arguments(t_end: float, method: Optional[str], step: Optional[float], rtol: Optional[float],
+                     atol: Optional[float], max_step: Optional[float], output_step: Optional[float],
+                     inputs: InputSpec) -> None:
+    """The arguments of simulate that need no compiled model, checked before compiling."""
+    where = "simulate"
+    args.number(where, "t_end", t_end, "non-negative", "s")
+    if method is not None and method not in METHODS:
+        raise ValueError(f"{where}: method = {method!r}: expected one of {', '.join(METHODS)}")
+    for name, value in (("step", step), ("max_step", max_step), ("output_step", output_step)):
+        args.optional_number(where, name, value, "positive", "s")
+    args.optional_number(where, "rtol", rtol, "positive")
+    args.optional_number(where, "atol", atol, "positive")
+    if inputs is not None and not callable(inputs) and not isinstance(inputs, Mapping):
+        raise ValueError(f"{where}: inputs = {inputs!r}: expected a mapping {{input name: value}} or a "
+                         "function of time returning one")
+
+
+def _check_effort(system: System, settings: Settings, t_end: float) -> None:
+    """Refuse a run whose number of integration steps would be impractical, with the estimate:
+    RK4 takes t_end / step steps; DOPRI5 needs h <= 3.3 / omega_max for stability (its stability
+    region reaches about 3.3 along the imaginary axis; Hairer & Wanner, Solving Ordinary
+    Differential Equations II, 2nd ed., Springer 1996, Sec. IV.2), so at least
+    t_end omega_max / 3.3 steps for the highest kept mode omega_max [rad/s]."""
+    if settings.method == "rk4":
+        steps, why = t_end / settings.step, f"t_end / step = {t_end:.3g} / {settings.step:.3g}"
+    elif settings.method == "dopri5" and system.flex:
+        name, d = max(system.flex.items(), key=lambda item: float(np.max(item[1].freqs, initial=0.0)))
+        omega = float(np.max(d.freqs, initial=0.0))
+        steps = t_end * omega / 3.3
+        why = (f"the highest kept mode of body {name!r} at {omega / (2 * np.pi):.3g} Hz limits dopri5's "
+               f"step to about {3.3 / omega:.3g} s")
+    else:
+        return
+    if steps > args.STEP_BUDGET:
+        raise ValueError(f"simulate: about {steps:.3g} integration steps ({why}), beyond the budget of "
+                         f"{args.STEP_BUDGET:.3g}: keep fewer modes, check the body's dimensions and units, "
+                         "use method='implicit', or a shorter t_end")
 
 
 def settings_of(model: Model, **overrides) -> Settings:
@@ -135,11 +176,25 @@ def simulate(model: Union[Model, System], t_end: float, *, method: Optional[str]
     the model's solver settings. output_step [s]: sampling of the result (default the model's).
     inputs: {input name: value} held constant, or a function t -> dict sampled at each output
     time and held until the next (zero-order hold, as in co-simulation). x0: initial [q; u].
+
+    Every argument is checked before the run: a ValueError names the argument and what was
+    expected (t_end >= 0, positive finite steps and tolerances, x0 of nq + nv finite values,
+    finite inputs, a result within arguments.OUTPUT_BUDGET, at most arguments.STEP_BUDGET steps).
     """
+    _check_arguments(t_end, method, step, rtol, atol, max_step, output_step, inputs)
     system = model if isinstance(model, System) else compile_model(model)
     mdl = system.model
     settings = settings_of(mdl, method=method, step=step, rtol=rtol, atol=atol, max_step=max_step)
+    settings.check("simulate")
     dt = output_step or mdl.solver.output_step
+    nx = system.nq + system.nv
+    args.output_size("simulate", t_end / dt + 2, nx + output_width(system) + len(system.inputs))
+    if x0 is not None:
+        x0 = args.vector("simulate", "x0", x0, nx, "the initial state [q; u]")
+    if isinstance(inputs, Mapping):
+        _input_vector(system, inputs, 0.0)  # names and values (a function's: at each sample)
+    if mdl.solver.formulation != "natural":
+        _check_effort(system, settings, t_end)
     n_out = int(round(t_end / dt))
     t = np.linspace(0.0, n_out * dt, n_out + 1)
     if t[-1] < t_end - 1e-12:
@@ -148,7 +203,6 @@ def simulate(model: Union[Model, System], t_end: float, *, method: Optional[str]
     if mdl.solver.formulation == "natural":
         return _natural(system, t, settings, inputs, x0)
     stepper = Stepper(system, settings)
-    nx = system.nq + system.nv
     x = np.concatenate([system.q0, system.u0]) if x0 is None else np.array(x0, dtype=float)
     X = np.zeros((t.size, nx))
     U = np.zeros((t.size, max(1, len(system.inputs))))

@@ -41,9 +41,10 @@ from .model import (
     inertia_matrix,
     validate,
 )
-from .loops import assemble, cut_rows, row_names
+from .loops import TOL, AssemblyWarning, assemble, cut_rows, row_names
 from .so3 import quat_from_rotvec, rotation_matrix
 from .model.segments import expand_segments
+from .model.validate import SUPERELEMENT_FILES
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,9 @@ class System:
     joint_q/joint_u: name -> (start, count) in q/u; flex: body name -> FlexBodyData;
     inputs: input signal names in order; markers: 'body.marker' -> marker index;
     sensors: sensor name -> marker index; loop_rows: the names of the loop constraints (rows of
-    the constraint Jacobian), loop_redundant: those found dependent on the others and dropped.
+    the constraint Jacobian), loop_redundant: those found dependent on the others and dropped;
+    loop_corrections: joint or flexible body name -> (largest change of its positions, of its
+    velocities) made by loop assembly to the model's q0/qd0 [rad, m, modal amplitudes; per s].
     """
 
     model: Model
@@ -74,6 +77,7 @@ class System:
     drives: dict[str, str] = field(default_factory=dict)
     loop_rows: list[str] = field(default_factory=list)
     loop_redundant: list[str] = field(default_factory=list)
+    loop_corrections: dict[str, tuple[float, float]] = field(default_factory=dict)
 
     @property
     def nq(self) -> int:
@@ -128,6 +132,76 @@ def flex_data(body: Body) -> Optional[FlexBodyData]:
             se = load_matrix_market(body.mass_file, body.stiffness_file, body.nodes_file, body.dofs_per_node)
         return superelement_body(se, body.modes, tuple(body.reference_nodes))
     return None
+
+
+def _flex_data_of(model: Model, body: Body) -> Optional[FlexBodyData]:
+    """flex_data, with a superelement data error or a number too large to compute turned into a
+    ModelError naming the body (and file), as the validator would have."""
+    try:
+        return flex_data(body)
+    except ModelError:
+        raise
+    except (ValueError, OverflowError, FloatingPointError) as err:
+        if body.type != "superelement" and not isinstance(err, (OverflowError, FloatingPointError)):
+            raise
+        index = next((i for i, b in enumerate(model.bodies) if b.name == body.name), None)
+        where = f"bodies[{index}] {body.name!r}" if index is not None else f"body {body.name!r}"
+        if body.type == "superelement":
+            named = [n for n in SUPERELEMENT_FILES if getattr(body, n) and str(getattr(body, n)) in str(err)]
+            where += f".{(named or ['file' if body.file is not None else 'mass_file'])[0]}"
+            message = str(err)
+        else:
+            message = f"its numbers are beyond what can be computed ({err}); check the dimensions and units"
+        raise ModelError([Issue(where, message, model.source)]) from None
+
+
+# relative size of a correction worth reporting (joint values in rad, m, rad/s, m/s; modal ones
+# in units of their state scales)
+CORRECTION_TOL = 1e-6
+
+
+def _report_corrections(system: System, q_given: np.ndarray, u_given: np.ndarray) -> None:
+    """Record in system.loop_corrections {joint or body name: (largest position change, largest
+    velocity change)} what assembly changed from the model's initial values (q_given, u_given), and warn (per joint
+    or body, with the size) where it changed what the model stated: the qd0 given to a joint
+    that is not motion-driven (its velocity is then not the one asked for) or a flexible body's modal coordinates (the
+    change is elastic energy put into the initial state, estimated here for mass-normalised
+    modes: strain 1/2 d_eta^T K d_eta, kinetic 1/2 |d_etadot|^2)."""
+    import warnings
+
+    from .solvers.stepper import state_scales
+
+    model, S = system.model, system.arrays
+    dq, du = system.q0 - q_given, system.u0 - u_given
+    scales = state_scales(system)
+    for jn in system.joints:
+        (q0, nq), (u0, nv) = system.joint_q[jn], system.joint_u[jn]
+        pos = float(np.max(np.abs(dq[q0:q0 + nq]), initial=0.0))
+        vel = float(np.max(np.abs(du[u0:u0 + nv]), initial=0.0))
+        if max(pos, vel) > TOL:
+            system.loop_corrections[jn] = (pos, vel)
+        given = np.ravel(np.asarray(model.joint(jn).qd0, dtype=float))
+        prescribed = bool(np.any(S.drive[u0:u0 + nv] == MOTION))  # its profile sets the rate, loops or not
+        if given.size and not prescribed and vel > CORRECTION_TOL * max(1.0, float(np.max(np.abs(given)))):
+            warnings.warn(f"model {model.name}: loop assembly changed the initial velocity of joint {jn!r} by "
+                          f"{vel:.3g} (rad/s or m/s): its qd0 is not consistent with the loops; the velocities "
+                          "follow from the qd0 of the joints in loops.independent (list it there to hold it)",
+                          AssemblyWarning, stacklevel=3)
+    for name, (e0, n) in system.body_eta.items():
+        v0 = S.ev[system.bodies.index(name)]
+        d_eta, d_rate = dq[e0:e0 + n], du[v0:v0 + n]
+        pos, vel = float(np.max(np.abs(d_eta), initial=0.0)), float(np.max(np.abs(d_rate), initial=0.0))
+        if max(pos, vel) > TOL:
+            system.loop_corrections[name] = (pos, vel)
+        moved = np.max(np.abs(d_eta) / scales[e0:e0 + n], initial=0.0)
+        moved = max(moved, np.max(np.abs(d_rate) / scales[S.nq + v0:S.nq + v0 + n], initial=0.0))
+        if moved > CORRECTION_TOL:
+            energy = 0.5 * float(d_eta @ system.flex[name].Ke @ d_eta) + 0.5 * float(d_rate @ d_rate)
+            warnings.warn(f"model {model.name}: loop assembly deformed flexible body {name!r}: its modal "
+                          f"coordinates moved by up to {pos:.3g}, their rates by up to {vel:.3g}, about "
+                          f"{energy:.3g} J of elastic energy in the initial state; give q0/qd0 consistent "
+                          "with the loops or hold the joints that set them in loops.independent",
+                          AssemblyWarning, stacklevel=3)
 
 
 def _tree_order(model: Model) -> list[int]:
@@ -199,7 +273,7 @@ def compile_model(model: Model) -> System:
     joints = [model.joints[k] for k in order]
     bodies = [model.body(j.child) for j in joints]
     body_index = {b.name: i for i, b in enumerate(bodies)}
-    flex = {b.name: d for b in bodies if (d := flex_data(b)) is not None}
+    flex = {b.name: d for b in bodies if (d := _flex_data_of(model, b)) is not None}
     nb = len(bodies)
     nmax = max([1] + [d.n for d in flex.values()])
 
@@ -396,10 +470,11 @@ def compile_model(model: Model) -> System:
         # consistent initial conditions and the independent constraint rows, evaluated on the
         # provisional arrays; the System is then built once, with the result
         done = assemble(model, arrays, box(arrays), joint_u, loop_rows, q0, u0, defaults)
+        given = (q0, u0)
         q0, u0 = done.q0, done.u0
         arrays = arrays._replace(cr_on=done.active.astype(np.int64))
         redundant = [loop_rows[k] for k in done.redundant]
-    return System(
+    system = System(
         model=model, arrays=arrays, q0=q0, u0=u0,
         bodies=[b.name for b in bodies], joints=[j.name for j in joints],
         joint_q={j.name: (int(jq[i]), int(jnq[i])) for i, j in enumerate(joints)},
@@ -409,3 +484,6 @@ def compile_model(model: Model) -> System:
         markers=markers, sensors={s.name: markers[f"{s.body}.{s.marker}"] for s in model.sensors},
         drives=drives, loop_rows=loop_rows, loop_redundant=redundant,
     )
+    if model.loops.cuts:
+        _report_corrections(system, *given)
+    return system

@@ -10,6 +10,7 @@ Sources: a ``.npz`` archive with arrays ``M``, ``K``, ``nodes`` (N x 3) and opti
 
 from __future__ import annotations
 
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -108,27 +109,90 @@ def make_superelement(
 def load_npz(path: str | Path) -> Superelement:
     """Read a superelement from a .npz with arrays M, K, nodes (N x 3) [m] and optional dofs_per_node (6 or 3)."""
     path = Path(path)
+    _check_data_file(path, "superelement file")
     try:
         archive = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as error:
-        raise ValueError(f"superelement file '{path}' cannot be read as .npz: {error}") from error
+    except (OSError, ValueError, EOFError) as error:
+        # the reader's own message may quote the file's bytes: name the file and the kind of failure only
+        raise ValueError(f"superelement file '{path}' cannot be read as .npz ({type(error).__name__})") from None
     with archive:
         missing = [key for key in ("M", "K", "nodes") if key not in archive.files]
         if missing:
             raise ValueError(f"superelement file '{path}' lacks array(s) {missing}, expected M, K and nodes")
-        dofs_per_node = archive["dofs_per_node"] if "dofs_per_node" in archive.files else 6
+        try:
+            M, K, nodes = archive["M"], archive["K"], archive["nodes"]
+            dofs_per_node = archive["dofs_per_node"] if "dofs_per_node" in archive.files else 6
+        except (OSError, ValueError, EOFError) as error:
+            raise ValueError(f"superelement file '{path}': an array cannot be read ({type(error).__name__})") from None
         return make_superelement(
-            archive["M"], archive["K"], archive["nodes"], dofs_per_node,
+            M, K, nodes, dofs_per_node,
             mass_label=f"'{path}' array M", stiffness_label=f"'{path}' array K",
             nodes_label=f"'{path}' array nodes", source=f"superelement file '{path}'",
         )
 
 
+# Largest data file read [bytes]: a dense 10,000-DOF matrix in text is about 2.5 GB; beyond this a
+# file is a mistake (or a device) rather than a superelement.
+DATA_FILE_LIMIT = 4 * 1024**3
+
+
+def _check_data_file(path: Path, what: str) -> None:
+    """Refuse, before reading, what is not a regular file (a device such as /dev/zero or a FIFO
+    would never end) or is larger than DATA_FILE_LIMIT."""
+    try:
+        info = path.stat()
+    except OSError as error:
+        raise ValueError(f"{what} '{path}' cannot be read: {error.strerror}") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise ValueError(f"{what} '{path}' is not a regular file (a device, FIFO or folder)")
+    if info.st_size > DATA_FILE_LIMIT:
+        raise ValueError(f"{what} '{path}' has {info.st_size} bytes, more than the limit of {DATA_FILE_LIMIT}")
+
+
 def _read_mtx(path: Path) -> object:
+    _check_data_file(path, "Matrix Market file")
     try:
         return scipy.io.mmread(path)
-    except (OSError, ValueError) as error:
-        raise ValueError(f"Matrix Market file '{path}' cannot be read: {error}") from error
+    except (OSError, ValueError, EOFError, IndexError, TypeError, UnicodeDecodeError) as error:
+        # the parser's message may quote a line of the file: name the file and the kind of failure only
+        raise ValueError(f"Matrix Market file '{path}' cannot be read ({type(error).__name__}); expected a "
+                         "'%%MatrixMarket matrix' file") from None
+
+
+def _read_nodes(path: Path) -> np.ndarray:
+    """Node coordinates from a text file, one node per line (x y z [m]), '#' starting a comment.
+    Errors give the line and column, never the text of the file."""
+    _check_data_file(path, "node file")
+    rows: list[list[float]] = []
+    expected = "whitespace-separated numbers"
+    with open(path, "rb") as f:
+        for number, raw in enumerate(f, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise ValueError(f"node file '{path}' cannot be read as {expected}: line {number} is not "
+                                 "UTF-8 text") from None
+            fields = line.split("#", 1)[0].split()
+            if not fields:
+                continue
+            try:
+                rows.append([float(v) for v in fields])
+            except ValueError:
+                column = next(k for k, v in enumerate(fields, start=1) if not _is_float(v))
+                raise ValueError(f"node file '{path}' cannot be read as {expected}: line {number}, "
+                                 f"value {column} is not a number") from None
+            if len(rows[-1]) != len(rows[0]):
+                raise ValueError(f"node file '{path}' cannot be read as {expected}: line {number} has "
+                                 f"{len(rows[-1])} values, the first node line {len(rows[0])}")
+    return np.array(rows, dtype=float) if rows else np.zeros((0, 3))
+
+
+def _is_float(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def load_matrix_market(
@@ -137,10 +201,7 @@ def load_matrix_market(
     """Read a superelement from Matrix Market files for M and K and a whitespace text file of node
     coordinates (one node per line: x y z [m])."""
     mass_path, stiffness_path, nodes_path = Path(mass_path), Path(stiffness_path), Path(nodes_path)
-    try:
-        nodes = np.loadtxt(nodes_path, ndmin=2)
-    except (OSError, ValueError) as error:
-        raise ValueError(f"node file '{nodes_path}' cannot be read as whitespace-separated numbers: {error}") from error
+    nodes = _read_nodes(nodes_path)
     return make_superelement(
         _read_mtx(mass_path), _read_mtx(stiffness_path), nodes, dofs_per_node,
         mass_label=f"mass matrix '{mass_path}'", stiffness_label=f"stiffness matrix '{stiffness_path}'",

@@ -102,6 +102,10 @@ class Report:
     def has_issues(self) -> bool:
         return bool(self._found)
 
+    def has_issues_at(self, loc: Loc) -> bool:
+        """True if an issue was recorded at or below `loc`."""
+        return any(at[:len(loc)] == loc for _, _, at, _ in self._found)
+
     def line(self, loc: Loc) -> Optional[int]:
         """The YAML line of `loc` or of its nearest enclosing location."""
         for n in range(len(loc), -1, -1):

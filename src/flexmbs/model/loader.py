@@ -14,6 +14,7 @@ import dataclasses
 import functools
 import os
 import re
+import stat
 import typing
 from dataclasses import MISSING, dataclass
 from pathlib import Path
@@ -27,38 +28,155 @@ from .errors import Issue, Loc, ModelError, Report, show, unknown
 from .validate import SUPERELEMENT_FILES, check_model
 
 
-def load_model(path: Union[str, os.PathLike]) -> Model:
+def load_model(path: Union[str, os.PathLike], *, allow_outside: bool = False) -> Model:
     """Read a model YAML file, check it, and return the Model (source = `path`). `path` may also
-    be the name of a shipped model (`flexmbs models` lists them), e.g. "huang_two_link"."""
+    be the name of a shipped model (`flexmbs models` lists them), e.g. "huang_two_link".
+
+    Data files the model names (superelement matrices) must lie inside the model file's folder
+    (symbolic links resolved) unless `allow_outside` is true. The file must be a regular file
+    within the limits of `FILE_LIMITS` (size, nesting depth, scalar length, alias expansion)."""
     path = resolve(path)
     source = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ModelError([Issue("", f"cannot read model file: {exc.strerror}", source)]) from None
     report = Report(source)
-    data = _parse(text, source, report)
-    return _build(data, source, report)
+    data = _parse(_read_text(path, source), source, report)
+    return _build(data, source, report, allow_outside)
 
 
-def model_from_dict(data: Any, source: Optional[str] = None) -> Model:
+def model_from_dict(data: Any, source: Optional[str] = None, *, allow_outside: bool = False) -> Model:
     """Build and check a Model from parsed YAML-layout data. `source` names the file the data
-    came from: it is shown in errors and relative superelement paths resolve against its
-    folder."""
-    return _build(data, source, Report(source))
+    came from: it is shown in errors, relative superelement paths resolve against its folder and
+    must stay inside it unless `allow_outside` is true."""
+    return _build(data, source, Report(source), allow_outside)
 
 
-def _build(data: Any, source: Optional[str], report: Report) -> Model:
-    model = _Converter(report).model(data, source)
+def _build(data: Any, source: Optional[str], report: Report, allow_outside: bool) -> Model:
+    model = _Converter(report).model(data, source, allow_outside)
     check_model(model, report)
     report.raise_if_any(names=data)
     return model
 
 
+# ---------------------------------------------------------------- reading the file safely
+
+@dataclass(frozen=True)
+class Limits:
+    """Bounds on a model file, so that a hostile or broken file fails fast instead of hanging
+    or exhausting memory (docs/model-file.md, "Limits"). bytes: file size; depth: nesting of
+    mappings and lists; scalar: characters of one value; nodes: values after expanding every
+    alias (`*name`) as often as it is used."""
+
+    bytes: int = 256 * 1024
+    depth: int = 40
+    scalar: int = 4096
+    nodes: int = 100_000
+
+
+FILE_LIMITS = Limits()
+
+
+def _fail(source: str, message: str, line: Optional[int] = None) -> ModelError:
+    return ModelError([Issue("", message, source, line)])
+
+
+def _read_text(path: Path, source: str) -> str:
+    """The file's text, refusing at once what is not a regular file (a device such as /dev/zero
+    or a FIFO would block or never end), a file above the size limit, and bytes that are not
+    UTF-8 (with line and column)."""
+    try:
+        # O_NONBLOCK: opening a FIFO without a writer would otherwise wait forever
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        raise _fail(source, f"cannot read model file: {exc.strerror}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise _fail(source, "not a regular file (a device, FIFO, socket or folder); a model must "
+                                "be a YAML text file")
+        if info.st_size > FILE_LIMITS.bytes:
+            raise _fail(source, f"the file has {info.st_size} bytes, more than the limit of "
+                                f"{FILE_LIMITS.bytes} for a model file")
+        data = os.read(fd, FILE_LIMITS.bytes + 1)
+    finally:
+        os.close(fd)
+    if len(data) > FILE_LIMITS.bytes:  # grew while being read
+        raise _fail(source, f"the file has more than the limit of {FILE_LIMITS.bytes} bytes")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise _fail(source, f"not UTF-8 text: byte 0x{data[exc.start]:02x} at column {column} "
+                            "(save the file as UTF-8)", line) from None
+    bad = _NON_PRINTABLE.search(text)
+    if bad is not None:
+        line = text.count("\n", 0, bad.start()) + 1
+        column = bad.start() - (text.rfind("\n", 0, bad.start()) + 1) + 1
+        raise _fail(source, f"control character U+{ord(bad.group()):04X} at column {column}; YAML "
+                            "allows tabs, line breaks and printable characters only", line)
+    return text
+
+
+# Characters YAML 1.1 does not allow in a stream (PyYAML's Reader refuses them, outside our
+# error handling): C0 controls but tab and line breaks, DEL, C1 controls but NEL, surrogates,
+# U+FFFE and U+FFFF.
+_NON_PRINTABLE = re.compile("[^\x09\x0A\x0D\x20-\x7E\x85\xA0-\uD7FF\uE000-\uFFFD\U00010000-\U0010FFFF]")
+
+
 # ---------------------------------------------------------------- YAML with line numbers
 
-class _Loader(yaml.SafeLoader):
-    """Safe loader that also reads 1e-8 (no decimal point) as a float, as YAML 1.2 does."""
+class _LimitExceeded(Exception):
+    """A file limit was exceeded while composing (message, 1-based line)."""
+
+    def __init__(self, message: str, line: int) -> None:
+        super().__init__(message)
+        self.line = line
+
+
+if yaml.__with_libyaml__:
+    from yaml._yaml import CParser as _Parser  # libyaml events: 3.4x faster (median, 100 kB)
+
+    def _init_parser(loader: Any, text: str) -> None:
+        _Parser.__init__(loader, text)
+else:  # pragma: no cover - PyYAML built without libyaml
+    class _Parser(yaml.reader.Reader, yaml.scanner.Scanner, yaml.parser.Parser):
+        """PyYAML's pure-Python event parser."""
+
+    def _init_parser(loader: Any, text: str) -> None:
+        yaml.reader.Reader.__init__(loader, text)
+        yaml.scanner.Scanner.__init__(loader)
+        yaml.parser.Parser.__init__(loader)
+
+
+class _Loader(yaml.composer.Composer, _Parser, yaml.constructor.SafeConstructor, yaml.resolver.Resolver):
+    """Safe loader (events from libyaml when available, composed here in Python) that also reads
+    1e-8 (no decimal point) as a float, as YAML 1.2 does, and stops at the nesting-depth and
+    scalar-length limits while composing (the recursion of composing would otherwise end in a
+    RecursionError on deep nesting)."""
+
+    _depth = 0
+
+    def __init__(self, text: str) -> None:
+        _init_parser(self, text)
+        yaml.composer.Composer.__init__(self)
+        yaml.constructor.SafeConstructor.__init__(self)
+        yaml.resolver.Resolver.__init__(self)
+
+    def compose_node(self, parent: Optional[yaml.Node], index: Any) -> yaml.Node:
+        self._depth += 1
+        try:
+            if self._depth > FILE_LIMITS.depth:
+                raise _LimitExceeded(f"nested more than {FILE_LIMITS.depth} levels deep",
+                                     self.peek_event().start_mark.line + 1)
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def compose_scalar_node(self, anchor: Optional[str]) -> yaml.Node:
+        node = super().compose_scalar_node(anchor)
+        if len(node.value) > FILE_LIMITS.scalar:
+            raise _LimitExceeded(f"a value of {len(node.value)} characters, more than the limit of "
+                                 f"{FILE_LIMITS.scalar}", node.start_mark.line + 1)
+        return node
 
 
 _Loader.add_implicit_resolver(
@@ -68,23 +186,69 @@ _Loader.add_implicit_resolver(
 )
 
 
+def _check_graph(root: yaml.Node) -> None:
+    """Walk the composed document as the conversion will, aliases expanded: refuse a node that
+    contains itself (`a: &a [*a]`), nesting beyond the depth limit through aliases, and more
+    nodes than the limit (an alias bomb: each level using the previous one several times)."""
+    count = 0
+    open_nodes: set[int] = set()  # ids of the nodes on the current path
+    stack: list[tuple[yaml.Node, int, bool]] = [(root, 1, False)]
+    while stack:
+        node, depth, leaving = stack.pop()
+        if leaving:
+            open_nodes.discard(id(node))
+            continue
+        line = node.start_mark.line + 1
+        if id(node) in open_nodes:
+            raise _LimitExceeded("an alias refers to a node that contains it (a recursive structure)", line)
+        count += 1
+        if count > FILE_LIMITS.nodes:
+            raise _LimitExceeded(f"more than {FILE_LIMITS.nodes} values with every alias expanded "
+                                 "(aliases used too many times, or a file too large)", line)
+        if depth > FILE_LIMITS.depth:
+            raise _LimitExceeded(f"nested more than {FILE_LIMITS.depth} levels deep (through aliases)", line)
+        if isinstance(node, yaml.ScalarNode):
+            continue
+        open_nodes.add(id(node))
+        stack.append((node, depth, True))
+        children = (node.value if isinstance(node, yaml.SequenceNode)
+                    else [n for pair in node.value for n in pair])
+        stack.extend((child, depth + 1, False) for child in reversed(children))
+
+
 def _parse(text: str, source: str, report: Report) -> Any:
     """Parse YAML into plain dicts/lists/scalars, recording in `report.lines` the line of every
-    key and list item. A syntax error is raised at once (nothing after it can be trusted)."""
+    key and list item. A syntax error or an exceeded limit is raised at once (nothing after it
+    can be trusted)."""
     loader = _Loader(text)
     try:
         root = loader.get_single_node()
-        return None if root is None else _node_data(root, (), loader, report)
+        if root is None:
+            return None
+        _check_graph(root)
+        return _node_data(root, (), loader, report)
+    except _LimitExceeded as exc:
+        raise _fail(source, f"file limit exceeded: {exc}", exc.line) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f" at column {mark.column + 1}" if mark else ""
         context = f" ({exc.context} on line {exc.context_mark.line + 1})" if exc.context_mark else ""
-        raise ModelError([Issue("", f"YAML syntax error{where}: {exc.problem}{context}", source,
-                                mark.line + 1 if mark else None)]) from None
+        raise _fail(source, f"YAML syntax error{where}: {exc.problem}{context}",
+                    mark.line + 1 if mark else None) from None
     except yaml.YAMLError as exc:
-        raise ModelError([Issue("", f"YAML error: {exc}", source)]) from None
+        raise _fail(source, f"YAML error: {exc}") from None
     finally:
         loader.dispose()
+
+
+def _construct(node: yaml.Node, loader: _Loader, loc: Loc, report: Report) -> Any:
+    """The value of a scalar (or key) node; a value YAML recognises but cannot build (an
+    impossible date, an integer beyond Python's digit limit) is reported and becomes _INVALID."""
+    try:
+        return loader.construct_object(node, deep=True)
+    except (ValueError, OverflowError) as exc:
+        report.add(loc, f"cannot read the value {show(node.value)}: {exc}", line=node.start_mark.line + 1)
+        return _INVALID
 
 
 def _node_data(node: yaml.Node, loc: Loc, loader: _Loader, report: Report) -> Any:
@@ -93,12 +257,14 @@ def _node_data(node: yaml.Node, loc: Loc, loader: _Loader, report: Report) -> An
     if isinstance(node, yaml.SequenceNode):
         return [_node_data(item, loc + (i,), loader, report) for i, item in enumerate(node.value)]
     if not isinstance(node, yaml.MappingNode):
-        return loader.construct_object(node)
+        return _construct(node, loader, loc, report)
     loader.flatten_mapping(node)
     out: dict[str, Any] = {}
     for key_node, value_node in node.value:
-        key = loader.construct_object(key_node, deep=True)
+        key = _construct(key_node, loader, loc, report)
         line = key_node.start_mark.line + 1
+        if key is _INVALID:
+            continue
         if not isinstance(key, str):
             report.add(loc, f"expected a name as key, got {show(key)}", line=line)
         elif key in out:
@@ -188,7 +354,7 @@ def _plural(hint: Any) -> str:
         return "mappings"
     if get_origin(hint) is collections.abc.Sequence:
         return f"lists of {_plural(get_args(hint)[0])}"
-    return {float: "numbers", int: "integers"}[hint]
+    return {float: "numbers", int: "integers", str: "texts", bool: "true or false values"}[hint]
 
 
 def _is_number(value: Any) -> bool:
@@ -201,7 +367,7 @@ class _Converter:
     def __init__(self, report: Report) -> None:
         self.report = report
 
-    def model(self, data: Any, source: Optional[str]) -> Model:
+    def model(self, data: Any, source: Optional[str], allow_outside: bool) -> Model:
         values = self.record(data, Model, ())
         ground = values.pop("ground", None)
         if ground is not None:
@@ -209,11 +375,23 @@ class _Converter:
         model = Model(**values, source=source)
         if source is not None:
             folder = Path(source).parent
-            for body in model.bodies or ():
+            for i, body in enumerate(model.bodies or ()):
                 for name in SUPERELEMENT_FILES:
-                    if isinstance(getattr(body, name), str):
-                        setattr(body, name, os.path.abspath(folder / getattr(body, name)))
+                    if isinstance(getattr(body, name, None), str):
+                        path = os.path.abspath(folder / getattr(body, name))
+                        setattr(body, name, path)
+                        if not allow_outside:
+                            self.inside(("bodies", i, name), path, folder)
         return model
+
+    def inside(self, loc: Loc, path: str, folder: Path) -> None:
+        """Report a data file that lies outside the model's folder once symbolic links and
+        `..` are resolved: a model file from elsewhere must not read arbitrary files."""
+        real, home = os.path.realpath(path), os.path.realpath(folder)
+        if os.path.commonpath([real, home]) != home:
+            self.report.add(loc, f"the data file {path} is outside the model's folder {home}; move it "
+                                 "there, or allow files elsewhere (load_model(..., allow_outside=True), "
+                                 "flexmbs --allow-outside-data)")
 
     def record(self, data: Any, cls: type, loc: Loc) -> dict[str, Any]:
         """The keyword arguments of `cls` from a YAML mapping. Rejected values and missing

@@ -23,8 +23,9 @@ def segment_name(beam: str, i: int) -> str:
 
 def expand_segments(model: Model) -> Model:
     """The same model with every segmented beam replaced by its chain (a deep copy; the model
-    is assumed valid). Markers, joints, loads and sensors are moved to the segment that holds
-    their station."""
+    is assumed valid). Markers, joints (cut joints too), loads and sensors are moved to the
+    segment that holds their station. FMU parameter paths keep naming the unsegmented model:
+    they are applied before the expansion (compile_model expands)."""
     if all(b.type != "beam" or b.segments == 1 for b in model.bodies):
         return model
     out = copy.deepcopy(model)
@@ -43,9 +44,14 @@ def expand_segments(model: Model) -> Model:
                         tip_inertia=b.tip_inertia if i == k - 1 else None,
                         markers=[Marker(f"{SEP}root", x=0.0)] + ([Marker(f"{SEP}end", x=ls)] if i < k - 1 else []))
                 for i in range(k)]
+        per = b.elements // k  # elements per segment
         for mk in b.markers:
-            i = min(int(mk.x // ls), k - 1)
-            segs[i].markers.append(replace(mk, x=mk.x - i * ls))
+            if mk.x is None:  # placed by node: node n of the beam is node n - i per of segment i
+                i = min(mk.node // per, k - 1)
+                segs[i].markers.append(replace(mk, node=mk.node - i * per))
+            else:
+                i = min(int(mk.x // ls), k - 1)
+                segs[i].markers.append(replace(mk, x=mk.x - i * ls))
             home[(b.name, mk.name)] = (segs[i].name, mk.name)
         for i in range(k - 1):
             joints.append(Joint(f"{b.name}{SEP}joint{i + 1}", "fixed", segs[i].name, f"{SEP}end",
@@ -55,7 +61,8 @@ def expand_segments(model: Model) -> Model:
     def moved(body: str, marker: str) -> tuple[str, str]:
         return home.get((body, marker), (body, marker))
 
-    for j in joints:
+    # every reference to a marker of a segmented beam: tree joints, cut joints, sensors, loads
+    for j in [*joints, *out.loops.cuts]:
         j.parent, j.parent_marker = moved(j.parent, j.parent_marker)
         j.child, j.child_marker = moved(j.child, j.child_marker)
     for s in out.sensors:

@@ -16,6 +16,7 @@ from typing import Any, Iterable, Optional, Sequence, get_args, get_type_hints
 
 import numpy as np
 
+from ..flex import sections as sec
 from .elements import (CUT_TYPES, GROUND, JOINT_NQ, JOINT_NV, Body, Damping, Drive, Export, Joint, Load,
                        Loops, Marker, Material, Model, Parameter, Profile, Section, Sensor, Solver, Spring)
 from .errors import Loc, Report, show, unknown
@@ -52,6 +53,17 @@ _JOINT_AXES = {"revolute": ("axis",), "prismatic": ("axis",), "cylindrical": ("a
 _Q0_FORMS = {"spherical": {4: "quaternion w, x, y, z", 3: "rotation vector"},
              "free": {7: "position and quaternion", 6: "position and rotation vector"}}
 _INERTIA_FORMS = "[Ixx, Iyy, Izz], [Ixx, Iyy, Izz, Ixy, Ixz, Iyz] or a 3x3 matrix"
+# Per beam segment: 500 elements are 3006 DOFs (dense matrices of 72 MB, an eigenproblem of about a
+# minute); the FE mesh only has to resolve the kept modes.
+MAX_SEGMENT_ELEMENTS = 500
+MAX_SEGMENTS = 200
+# Smallest derived beam constant accepted: below it products such as (E I)^2 or the mass matrix
+# entries underflow in double precision.
+_TINY = 1e-150
+_SECTIONS = {"rectangle": lambda s: sec.rectangle(s.width, s.height), "circle": lambda s: sec.circle(s.diameter),
+             "tube": lambda s: sec.tube(s.outer_diameter, s.thickness),
+             "box_tube": lambda s: sec.box_tube(s.width, s.height, s.thickness),
+             "explicit": lambda s: sec.explicit(s.A, s.Iy, s.Iz, s.J)}
 _NUMBER_KINDS = {"finite": ("a finite number", lambda v: True),
                  "positive": ("a positive finite number", lambda v: v > 0),
                  "non-negative": ("a non-negative finite number", lambda v: v >= 0)}
@@ -223,7 +235,8 @@ class _Checker:
         axis = self.vector(loc, value)
         if axis is None:
             return None
-        norm = float(np.linalg.norm(axis))
+        with np.errstate(over="ignore"):  # a huge component: norm inf, reported below
+            norm = float(np.linalg.norm(axis))
         if abs(norm - 1.0) > UNIT_TOL:
             self.add(loc, f"expected a unit vector (norm 1 within {UNIT_TOL:g}), got {show(value)} "
                           f"with norm {_num(norm)}")
@@ -345,6 +358,45 @@ class _Checker:
         self.number(loc + ("tip_mass",), b.tip_mass, "non-negative")
         if b.tip_inertia is not None:
             self.inertia(loc + ("tip_inertia",), b.tip_inertia)
+        self.beam_size(loc, b)
+
+    def beam_size(self, loc: Loc, b: Body) -> None:
+        """What the computation must hold: the section constants, the mass and the stiffnesses
+        are finite and non-zero in double precision, and the finite-element eigenproblem of one
+        segment fits the memory budget (dense matrices of 6 (elements + 1) DOFs)."""
+        if self.report.has_issues_at(loc):
+            return  # a field is already reported: the derived values mean nothing
+        per = b.elements // b.segments
+        dofs = 6 * (per + 1)
+        if per > MAX_SEGMENT_ELEMENTS:
+            need = 4 * 8.0 * dofs ** 2
+            self.add(loc + ("elements",), f"{per} elements per segment give {dofs} DOFs: the dense "
+                                          f"finite-element matrices and their eigenproblem need about "
+                                          f"{need / 2**30:.3g} GiB and long minutes to hours; at most "
+                                          f"{MAX_SEGMENT_ELEMENTS} (10 to 50 resolve the kept modes well)")
+            return
+        if b.segments > MAX_SEGMENTS:
+            self.add(loc + ("segments",), f"expected at most {MAX_SEGMENTS} segments (each a body with its "
+                                          f"own eigenproblem), got {b.segments}")
+            return
+        try:
+            with np.errstate(over="raise", under="ignore", invalid="raise"):
+                props = _SECTIONS[b.section.shape](b.section)
+                mat = b.material
+                derived = {"area A": props.A, "second moment Iy": props.Iy, "second moment Iz": props.Iz,
+                           "torsion constant J": props.J, "mass rho A L": mat.rho * props.A * b.length,
+                           "bending stiffness E Iy": mat.E * props.Iy, "bending stiffness E Iz": mat.E * props.Iz,
+                           "axial stiffness E A": mat.E * props.A, "torsion stiffness G J": mat.shear_modulus * props.J,
+                           "rotary inertia rho (Iy + Iz) L": mat.rho * props.Ip * b.length}
+        except (OverflowError, FloatingPointError, ValueError, ZeroDivisionError) as err:
+            self.add(loc + ("section",), f"the section's properties cannot be computed in double precision "
+                                         f"({err}); check the dimensions and units")
+            return
+        bad = {name: v for name, v in derived.items() if not (math.isfinite(v) and v >= _TINY)}
+        if bad:
+            shown = ", ".join(f"{name} = {v:.3g}" for name, v in bad.items())
+            self.add(loc, f"the beam's {shown} {'is' if len(bad) == 1 else 'are'} beyond what double "
+                          f"precision holds (finite, above {_TINY:g}); check the dimensions and units")
 
     def material(self, loc: Loc, mat: Material) -> None:
         self.numbers(loc, mat, ("E", "rho"), "positive")
@@ -378,8 +430,10 @@ class _Checker:
             path = getattr(b, name)
             if not isinstance(path, (str, os.PathLike)):
                 self.add(loc + (name,), f"expected a file path, got {show(path)}")
-            elif not os.path.isfile(path):
+            elif not os.path.exists(path):
                 self.add(loc + (name,), f"file not found: tried {os.path.abspath(path)}")
+            elif not os.path.isfile(path):
+                self.add(loc + (name,), f"not a regular file (a device, FIFO or folder): {os.path.abspath(path)}")
         self.integer(loc + ("modes",), b.modes, 1)
         self.integer(loc + ("dofs_per_node",), b.dofs_per_node, 1)
         if isinstance(b.reference_nodes, (list, tuple)):

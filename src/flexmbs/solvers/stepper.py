@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..arguments import number, optional_number
 from ..loops import TOL as LOOP_TOL
 from ..loops import Loops, free_columns, project_positions, project_velocities
 from ..model.elements import METHODS
@@ -60,13 +61,22 @@ class Settings:
     atol: float | None = None
     max_step: float = 1e-2
 
+    def check(self, where: str = "solver settings") -> None:
+        """Raise ValueError naming the first invalid setting (a method not in METHODS, a step,
+        rtol, max_step that is not a positive finite number, an atol that is given but not)."""
+        if self.method not in METHODS:
+            raise ValueError(f"{where}: method = {self.method!r}: expected one of {', '.join(METHODS)}")
+        number(where, "step", self.step, "positive", "s")
+        number(where, "rtol", self.rtol, "positive")
+        optional_number(where, "atol", self.atol, "positive")
+        number(where, "max_step", self.max_step, "positive", "s")
+
 
 class Stepper:
     """Advances x = [q; u] of one System. Holds the workspace, so one per concurrent user."""
 
     def __init__(self, system: System, settings: Settings) -> None:
-        if settings.method not in METHODS:
-            raise ValueError(f"solver.method {settings.method!r} unknown; choose one of {', '.join(METHODS)}")
+        settings.check()
         self.system = system
         self.settings = settings
         self.code = {"rk4": RK4, "dopri5": DOPRI5, "implicit": IMPLICIT}[settings.method]
