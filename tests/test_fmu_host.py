@@ -347,3 +347,28 @@ def test_an_unwritable_cache_folder_falls_back_to_a_temporary_one(tmp_path, capl
     folder = writable_cache("numba", "abc")
     assert folder.is_dir() and blocker not in folder.parents
     assert "cannot be written" in caplog.text and str(blocker) in caplog.text
+
+
+def test_libcosim_runs_the_ssp_package_with_the_step_it_carries(fmu_dir, tmp_path) -> None:
+    """libcosim, given no step, reads the communication step from the package (without one it
+    crashes): run in a new process, it reaches the end in steps of exactly that size."""
+    from flexmbs_fmu.servo import crank_rocker_motor
+    from flexmbs_fmu.ssp import write_ssp
+
+    asm = crank_rocker_motor(fmu_dir, stop_time=0.02, step_size=2e-3)
+    ssp = write_ssp(asm, tmp_path / "crank.ssp")
+    folder = tmp_path / "unpacked"
+    shutil.unpack_archive(ssp, folder, "zip")
+    script = textwrap.dedent(f"""
+        from libcosimpy.CosimExecution import CosimExecution
+        ex = CosimExecution.from_ssp_file({str(folder)!r})
+        ex.simulate_until(int(0.02e9))
+        st = ex.status()
+        print("RESULT", st.current_time, ex.num_slaves())
+    """)
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    result = [line.split()[1:] for line in run.stdout.splitlines() if line.startswith("RESULT")]
+    assert result, run.stdout[-2000:]
+    t_ns, n = (int(x) for x in result[-1])
+    assert (t_ns, n) == (20_000_000, 2)
