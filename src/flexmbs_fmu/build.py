@@ -50,10 +50,14 @@ from .variables import Variable
 COMPONENTS: dict[str, type[Component]] = {c.NAME: c for c in (DCMotor, PIDController, Trajectory)}
 
 PLANT_NOTES = [
-    "The FMU runs Python inside the host process: it needs Python 3 with numpy, scipy, numba and pyyaml "
-    "(the flexmbs sources travel inside the FMU). Python hosts (fmpy, libcosimpy) work as they are; a C host "
-    "needs the libpython of that interpreter loaded first (Linux: <code>LD_PRELOAD=/path/to/libpython3.X.so</code>; "
-    "Windows: the folder of <code>python3X.dll</code> on <code>PATH</code>).",
+    "The FMU runs Python inside the host process: the interpreter it was built with, with numpy, scipy, numba "
+    "and pyyaml (the flexmbs sources travel inside the FMU). Python hosts (fmpy, libcosimpy) work as they are; "
+    "on Linux a C host needs nothing either: the binary starts the interpreter named in "
+    "<code>resources/flexmbs_python.txt</code> (edit it to run the FMU on another machine). Windows: the folder "
+    "of <code>python3X.dll</code> on <code>PATH</code>.",
+    "Every FMI call is checked against the FMI 2.0 state machine and its arguments (GUID, resource location, "
+    "finite times and steps, value references): a wrong call returns fmi2Error with a logged message and changes "
+    "nothing.",
     "Any communication step size works: each step is integrated with internal sub-steps by the solver set in "
     "the <code>solver.*</code> parameters.",
     "Positions and velocities have no direct feedthrough; accelerations and drive torques depend on the inputs "
@@ -64,8 +68,9 @@ PLANT_NOTES = [
     "fmi2Reset returns to the freshly instantiated state.",
 ]
 COMPONENT_NOTES = [
-    "The FMU runs Python inside the host process: it needs Python 3 with numpy and pythonfmu's runtime "
-    "(its sources travel inside the FMU); a C host needs libpython loaded first, as for the plant FMUs.",
+    "The FMU runs Python inside the host process: the interpreter it was built with, with numpy and "
+    "pythonfmu's runtime (its sources travel inside the FMU); C hosts on Linux need no set-up, as for the plant "
+    "FMUs. Every FMI call is checked against the FMI 2.0 state machine and its arguments.",
     "Any communication step size works; see the Outputs dependencies for direct feedthrough.",
     "NaN inputs or invalid parameters: refused with a logged message (the next step returns fmi2Discard), "
     "no crash. The state can be saved, restored and serialised; fmi2Reset returns to the fresh instance.",

@@ -167,12 +167,28 @@ static int category_on(const Instance *in, fmi2String category)
     return 0;
 }
 
-/* Warnings and worse always reach the host; information only with logging on. */
+/* Warnings and worse always reach the host; information only with logging on. The FMI logger
+   takes a printf format: a '%' of the text (a path, a URI) is doubled so that it cannot read
+   arguments that were never passed. */
 static void emit(const Instance *in, fmi2Status status, fmi2String category, fmi2String message)
 {
-    if (in->host.logger == NULL) return;
+    if (in->host.logger == NULL || message == NULL) return;
     if (status < fmi2Warning && !(in->logging_on && category_on(in, category))) return;
-    in->host.logger(in->host.componentEnvironment, in->name, status, category, message);
+    if (!strchr(message, '%')) {
+        in->host.logger(in->host.componentEnvironment, in->name, status, category, message);
+        return;
+    }
+    size_t n = strlen(message);
+    char *safe = malloc(2 * n + 1);
+    if (!safe) return;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (message[i] == '%') safe[k++] = '%';
+        safe[k++] = message[i];
+    }
+    safe[k] = '\0';
+    in->host.logger(in->host.componentEnvironment, in->name, status, category, safe);
+    free(safe);
 }
 
 static void logf_(const Instance *in, fmi2Status status, const char *fmt, ...)
