@@ -372,3 +372,58 @@ def test_libcosim_runs_the_ssp_package_with_the_step_it_carries(fmu_dir, tmp_pat
     assert result, run.stdout[-2000:]
     t_ns, n = (int(x) for x in result[-1])
     assert (t_ns, n) == (20_000_000, 2)
+
+
+def test_a_damaged_block_state_is_refused_whole(fmu_path, capsys) -> None:
+    """The same for a block (the DC motor): a state with a bad parameter value or a non-finite
+    state variable is refused with fmi2Error and the run continues as if it had not been offered."""
+    def run(s: Slave, t0: float) -> np.ndarray:
+        rows = []
+        for k in range(10):
+            s.set({"voltage": 12.0, "w_load": 1.0})
+            s.fmu.doStep(currentCommunicationPoint=t0 + k * 1e-3, communicationStepSize=1e-3)
+            rows.append(s.get(["tau_load"]))
+        return np.array(rows)
+
+    s = _started(fmu_path("dc_motor"), "motor")
+    run(s, 0.0)
+    _, good = _state_json(s)
+    for damage in ("R", "x"):
+        bad = json.loads(json.dumps(good))
+        if damage == "R":
+            bad["data"]["values"]["R"] = "two ohm"
+        else:
+            bad["data"]["x"] = {k: float("nan") for k in bad["data"]["x"]} or {"i": float("nan")}
+        state = s.fmu.deSerializeFMUstate(json.dumps(bad, allow_nan=True).encode())
+        _refused(s.fmu.setFMUstate, state)
+        s.fmu.freeFMUstate(state)
+        assert "nothing was applied" in capsys.readouterr().out
+    here = run(s, 0.01)
+    s.close()
+    ref = _started(fmu_path("dc_motor"), "ref")
+    run(ref, 0.0)
+    want = run(ref, 0.01)
+    ref.close()
+    assert np.array_equal(here, want)
+
+
+def test_without_a_c_compiler_the_fmu_keeps_pythonfmus_binary(tmp_path, monkeypatch, caplog) -> None:
+    """No compiler: the front end is skipped with a logged reason, and the FMU is pythonfmu's
+    binary alone, which still runs in a Python host."""
+    import zipfile
+
+    import flexmbs_fmu.build as build
+    import flexmbs_fmu.shim as shim
+
+    monkeypatch.setattr(shim, "compiler", lambda: None)
+    assert shim.compile_front_end(tmp_path / "x.so", "{g}", [], "x") == "no C compiler (cc, gcc or $CC) found"
+    monkeypatch.setattr(build, "compile_front_end", shim.compile_front_end)
+    built = build.build_component("dc_motor", tmp_path)
+    assert "keeps pythonfmu's binary alone" in caplog.text and "no C compiler" in caplog.text
+    names = zipfile.ZipFile(built.path).namelist()
+    assert "binaries/linux64/dc_motor.so" in names
+    assert "binaries/linux64/dc_motor.pythonfmu.so" not in names and "resources/flexmbs_python.txt" not in names
+    s = Slave(str(built.path), "without_front_end")
+    s.start()
+    s.fmu.doStep(currentCommunicationPoint=0.0, communicationStepSize=1e-3)
+    s.close()

@@ -10,7 +10,6 @@ unloads the binary, and C hosts that need no environment variables.
 from __future__ import annotations
 
 import json
-import logging
 import os
 import shutil
 import subprocess
@@ -25,8 +24,6 @@ from ..variables import Variable
 SOURCE = Path(__file__).with_name("flexmbs_fmi2.c")
 RECORD = "flexmbs_python.txt"       # in the FMU's resources
 _LETTER = {"Real": "R", "Integer": "I", "Boolean": "B", "String": "S", "Enumeration": "I"}
-
-log = logging.getLogger("flexmbs.fmu.build")
 
 
 def inner_library(ident: str) -> str:
