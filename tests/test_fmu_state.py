@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import numpy as np
+import pytest
+from fmpy.fmi1 import FMICallException
+from fmpy.fmi2 import fmi2Error
 from fmu_tools import Slave
 
 NAMES = ["shoulder.q", "elbow.q", "elbow.qd", "link2.eta[1]", "link2.tip_deflection[2]", "energy.total"]
@@ -32,7 +36,8 @@ def test_restore_a_saved_state_and_run_again_identically(fmu_path) -> None:
 
 
 def test_serialised_state_continues_identically_in_a_new_process(fmu_path, tmp_path: Path) -> None:
-    """The new process has not imported flexmbs: the FMU runs the flexmbs sources it carries."""
+    """The new process has not imported flexmbs and is told to use the FMU's own copy: the FMU
+    runs the flexmbs sources it carries."""
     path = fmu_path("huang_two_link")
     s = Slave(path)
     s.start({"payload": 0.8})
@@ -57,7 +62,9 @@ def test_serialised_state_continues_identically_in_a_new_process(fmu_path, tmp_p
         s.close()
         print(json.dumps({{"rows": rows.tolist(), "flexmbs": sys.modules["flexmbs"].__file__}}))
     """)
-    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=900)
+    # the FMU's own sources, not the identical installed package it would prefer
+    env = {**os.environ, "FLEXMBS_FMU_SOURCES": "bundle"}
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=900, env=env)
     assert run.returncode == 0, run.stderr
     out = json.loads(run.stdout.strip().splitlines()[-1])
     assert "bundles" in Path(out["flexmbs"]).parts, out["flexmbs"]
@@ -87,7 +94,9 @@ def test_a_state_of_another_model_is_refused(fmu_path, capsys) -> None:
     b.start()
     b.fmu.doStep(currentCommunicationPoint=0.0, communicationStepSize=0.05)
     before = b.get(NAMES)
-    b.fmu.setFMUstate(foreign)
+    with pytest.raises(FMICallException) as err:     # refused: fmi2Error, nothing applied
+        b.fmu.setFMUstate(foreign)
+    assert err.value.status == fmi2Error
     assert "setFMUstate failed" in capsys.readouterr().out
     assert np.array_equal(b.get(NAMES), before)
     b.fmu.doStep(currentCommunicationPoint=0.05, communicationStepSize=0.05)

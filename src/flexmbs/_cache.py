@@ -2,7 +2,9 @@
 an FMU instantiated again) starts without recompiling."""
 
 import hashlib
+import logging
 import os
+import tempfile
 from pathlib import Path
 
 
@@ -20,12 +22,33 @@ def _source_digest() -> str:
     return h.hexdigest()[:12]
 
 
+def writable_cache(*parts: str) -> Path:
+    """~/.cache (or $XDG_CACHE_HOME)/flexmbs/<parts>, created; when that cannot be written (a
+    read-only or missing home), a folder under the system's temporary directory, with a logged
+    warning. (The FMU's slave module carries a copy of this function's source: it runs before
+    flexmbs can be imported.)"""
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "flexmbs"
+    folder = base.joinpath(*parts)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = folder / f".probe.{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+        return folder
+    except (OSError, RuntimeError) as err:   # RuntimeError: Path.home() without a home
+        user = os.getuid() if hasattr(os, "getuid") else "user"
+        fallback = Path(tempfile.gettempdir()).joinpath(f"flexmbs-{user}", *parts)
+        fallback.mkdir(parents=True, exist_ok=True)
+        logging.getLogger("flexmbs").warning("cache folder %s cannot be written (%s); using %s instead", folder,
+                                             err, fallback)
+        return fallback
+
+
 def configure_numba_cache() -> None:
     """Point numba's cache at ~/.cache/flexmbs/numba/<digest> unless NUMBA_CACHE_DIR is set."""
     if "NUMBA_CACHE_DIR" in os.environ:
         return
-    base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
-    path = str(base / "flexmbs" / "numba" / _source_digest())
+    path = str(writable_cache("numba", _source_digest()))
     os.environ["NUMBA_CACHE_DIR"] = path
     import numba.core.config
 

@@ -48,6 +48,31 @@ def check_step(runner: Any, t: float, h: float) -> None:
         raise StepRefused(f"the step starts at t = {t!r} s but the FMU is at t = {runner.t!r} s")
 
 
+def check_fields(data: Any, expected: dict[str, type | tuple[type, ...]], what: str) -> None:
+    """Raise ValueError unless `data` is a dict with exactly the keys of `expected`, each value
+    of its type (ints are accepted for floats; floats must be finite). Used to refuse a saved
+    state completely before any part of it is applied."""
+    if not isinstance(data, dict) or set(data) != set(expected):
+        found = sorted(data) if isinstance(data, dict) else type(data).__name__
+        raise ValueError(f"{what}: expected the fields {sorted(expected)}, found {found}; nothing was applied")
+    for key, kind in expected.items():
+        value = data[key]
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        if float in kinds and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if not isinstance(value, kinds) or (isinstance(value, float) and not math.isfinite(value)):
+            raise ValueError(f"{what}: field {key!r} = {data[key]!r} is not a finite {'/'.join(k.__name__ for k in kinds)}; "
+                             "nothing was applied")
+
+
+def finite_list(values: Any, n: int, what: str) -> None:
+    """Raise ValueError unless `values` is a list of n finite numbers."""
+    ok = isinstance(values, list) and len(values) == n and all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in values)
+    if not ok:
+        raise ValueError(f"{what}: expected {n} finite numbers; nothing was applied")
+
+
 def keep_alive(module_globals: dict) -> None:
     """Hold one more reference to a slave module's namespace. pythonfmu 0.7's C layer runs the
     slave module's code at every instantiation and then releases a reference to the module
@@ -136,6 +161,12 @@ class GuardedSlave(Fmi2Slave):
     def exit_initialization_mode(self) -> None:
         self._guard("initialisation", self.initialize)
 
+    def enter_initialization_mode(self) -> None:
+        self._guard("enterInitializationMode", super().enter_initialization_mode)
+
+    def terminate(self) -> None:
+        self._guard("terminate", super().terminate)
+
     def do_step(self, current_time: float, step_size: float) -> bool:
         return bool(self._guard(f"the step from t = {current_time:.9g} s",
                                 lambda: self.step(current_time, step_size), False))
@@ -186,6 +217,8 @@ class GuardedSlave(Fmi2Slave):
             if found != (self.STATE_FORMAT, self.STATE_VERSION):
                 raise ValueError(f"the state is of format {found[0]!r} version {found[1]!r}; this FMU "
                                  f"reads {self.STATE_FORMAT!r} version {self.STATE_VERSION}. It was not applied")
+            # restore() validates everything before it changes anything: a refused state
+            # leaves the instance as it was
             self.restore(copy.deepcopy(state["data"]))
         self._guard("setFMUstate", apply)
 

@@ -15,7 +15,7 @@ from typing import ClassVar
 
 from pythonfmu.enums import Fmi2Status
 
-from .base import GuardedSlave, StepRefused, check_step
+from .base import GuardedSlave, StepRefused, check_fields, check_step, finite_list
 from .variables import Variable, digest
 
 
@@ -114,8 +114,18 @@ class Component:
                 "input_error": dict(self.input_error), "failure": self.failure}
 
     def restore(self, data: dict) -> None:
+        """Apply a state from `save`; every field is checked first, so a refused state raises
+        ValueError and leaves the block as it was."""
+        check_fields(data, {"values": dict, "x": dict, "t": float, "initialized": bool, "input_error": dict,
+                            "failure": str}, "the state")
         if set(data["values"]) != set(self.values):
-            raise ValueError(f"the state does not belong to a {self.NAME} FMU")
+            raise ValueError(f"the state does not belong to a {self.NAME} FMU; nothing was applied")
+        for name, value in data["values"].items():
+            v = self.var[name]
+            if v.type == "String" and value not in v.choices or v.type != "String" and not (
+                    isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)):
+                raise ValueError(f"the state's {name} = {value!r} is not a valid value; nothing was applied")
+        finite_list(list(data["x"].values()), len(data["x"]), "the state's block state")
         self.values = dict(data["values"])
         self.x = dict(data["x"])
         self.t = float(data["t"])

@@ -25,7 +25,7 @@ from flexmbs.system import System, compile_model
 
 from pythonfmu.enums import Fmi2Status
 
-from .base import GuardedSlave, StepRefused, check_step
+from .base import GuardedSlave, StepRefused, check_fields, check_step, finite_list
 from .interface import MODEL, SOLVER, START, Interface, plant_interface
 
 # Compiled systems of this process by (model digest, model parameter values): a reset or a
@@ -175,12 +175,31 @@ class Plant:
                     input_error=dict(self.input_error), failure=self.failure)
 
     def restore(self, data: dict) -> None:
-        if set(data["params"]) != set(self.params) or len(data["x"]) != self.x.size:
-            raise ValueError("the state belongs to a model with other parameters or coordinates")
-        if data["params"] != self.params:
-            self.params = dict(data["params"])
-            self.stale = True
+        """Apply a state from `save`. Every field is checked (and a new parameter set compiled)
+        before anything changes: a refused state raises ValueError and leaves the plant as it was."""
         self.configure()
+        check_fields(data, {"params": dict, "inputs": list, "t": float, "x": list, "h": float, "nsteps": int,
+                            "nrejected": int, "initialized": bool, "input_error": dict,
+                            "failure": (str, type(None))}, "the state")
+        if set(data["params"]) != set(self.params):
+            raise ValueError("the state belongs to a model with other parameters; nothing was applied")
+        finite_list(data["inputs"], self.inputs.size, "the state's inputs")
+        finite_list(data["x"], self.x.size, "the state's coordinates and velocities")
+        if data["h"] <= 0 or data["nsteps"] < 0 or data["nrejected"] < 0:
+            raise ValueError("the state's step size or step counts are not positive; nothing was applied")
+        if data["params"] != self.params:
+            saved, was = dict(self.params), self.initialized
+            try:   # each value checked as set_parameter checks it, then compiled: a bad set raises here
+                self.initialized = False
+                for name, value in data["params"].items():
+                    self.set_parameter(name, value)
+                self._compile(self._model_values(self.params))
+            except (ValueError, TypeError, ModelError) as err:
+                self.params, self.stale = saved, False
+                raise ValueError(f"the state's parameters are refused: {err}; nothing was applied") from None
+            finally:
+                self.initialized = was
+            self.configure()
         self.inputs[:] = data["inputs"]
         self.t = float(data["t"])
         self.x[:] = data["x"]

@@ -4,7 +4,8 @@ runner and by libcosim (the Open Simulation Platform master, through libcosimpy)
 
 The .ssd declares every element as a Component with its connectors (the connected variables
 and the recorded ones), its parameter values inline (ssd:ParameterBindings with an
-ssv:ParameterSet, which both fmpy and libcosim read), the connections and a DefaultExperiment.
+ssv:ParameterSet, which both fmpy and libcosim read), the connections and a DefaultExperiment that carries the communication step in the Open
+Simulation Platform's annotation (libcosim runs the package without being given a step).
 fmpy's runner cannot set String parameters: one left at its FMU's start value is omitted, any
 other is refused (CosimError), so that the package runs the same system in every master.
 """
@@ -24,7 +25,9 @@ from .cosim import Assembly, CosimError, Element, split
 
 NS = {"ssd": "http://ssp-standard.org/SSP1/SystemStructureDescription",
       "ssc": "http://ssp-standard.org/SSP1/SystemStructureCommon",
-      "ssv": "http://ssp-standard.org/SSP1/SystemStructureParameterValues"}
+      "ssv": "http://ssp-standard.org/SSP1/SystemStructureParameterValues",
+      # the Open Simulation Platform's annotations: where libcosim reads the communication step
+      "osp": "http://opensimulationplatform.com/SSP/OSPAnnotations"}
 for _prefix, _uri in NS.items():
     register_namespace(_prefix, _uri)
 
@@ -87,7 +90,14 @@ def system_structure(assembly: Assembly, sources: dict[str, str]) -> bytes:
         (se, sc), (de, dc) = split(src), split(dst)
         SubElement(links, _q("ssd:Connection"), {"startElement": se, "startConnector": sc, "endElement": de,
                                                  "endConnector": dc})
-    SubElement(root, _q("ssd:DefaultExperiment"), {"startTime": "0.0", "stopTime": repr(float(assembly.stop_time))})
+    experiment = SubElement(root, _q("ssd:DefaultExperiment"), {"startTime": "0.0",
+                                                                 "stopTime": repr(float(assembly.stop_time))})
+    # SSP 1.0 has no field for the communication step: libcosim reads it from this annotation
+    # (and crashes without any step); fmpy ignores it
+    note = SubElement(SubElement(experiment, _q("ssd:Annotations")), _q("ssc:Annotation"),
+                      {"type": "com.opensimulationplatform"})
+    SubElement(SubElement(note, _q("osp:Algorithm")), _q("osp:FixedStepAlgorithm"),
+               {"baseStepSize": repr(float(assembly.step_size))})
     return minidom.parseString(tostring(root, "utf-8")).toprettyxml(indent="  ", encoding="UTF-8")
 
 

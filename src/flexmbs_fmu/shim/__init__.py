@@ -1,0 +1,87 @@
+"""The FMU's C front end (flexmbs_fmi2.c): compiled per FMU at build time with the system C
+compiler and shipped as binaries/linux64/<modelIdentifier>.so, with pythonfmu's library next to
+it as <modelIdentifier>.pythonfmu.so and a record of this interpreter in the resources.
+
+Why it exists (docs/fmu.md, "The C front end"): the FMI 2.0 state machine and argument checks
+before any Python runs, no host crash on a bad resource location, no exit abort after a host
+unloads the binary, and C hosts that need no environment variables.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+from pathlib import Path
+from typing import Optional
+
+from ..variables import Variable
+
+SOURCE = Path(__file__).with_name("flexmbs_fmi2.c")
+RECORD = "flexmbs_python.txt"       # in the FMU's resources
+_LETTER = {"Real": "R", "Integer": "I", "Boolean": "B", "String": "S", "Enumeration": "I"}
+
+
+def inner_library(ident: str) -> str:
+    """File name of pythonfmu's library inside binaries/linux64."""
+    return f"{ident}.pythonfmu.so"
+
+
+def compiler() -> Optional[str]:
+    """The C compiler to use ($CC, else cc or gcc on PATH), or None."""
+    for cc in (os.environ.get("CC"), "cc", "gcc"):
+        if cc and shutil.which(cc):
+            return shutil.which(cc)
+    return None
+
+
+def libpython() -> Optional[str]:
+    """Path of this interpreter's shared libpython, or None (a statically linked interpreter)."""
+    libdir, name = sysconfig.get_config_var("LIBDIR"), sysconfig.get_config_var("LDLIBRARY")
+    if not libdir or not name or not name.endswith(".so") and ".so." not in name:
+        return None
+    path = Path(libdir) / name
+    return str(path) if path.exists() else None
+
+
+def record(exclude: Path) -> str:
+    """The interpreter record the front end reads in a process without Python: libpython, the
+    executable (which locates a virtual environment's site-packages), home (sys.base_prefix, used
+    when there is no executable) and every folder of sys.path (added with site.addsitedir, so
+    .pth files are honoured) except those under `exclude` (the build's temporary folder)."""
+    lines = [f"libpython={libpython() or ''}", f"executable={sys.executable}", f"home={sys.base_prefix}"]
+    lines += [f"path={p}" for p in sys.path
+              if p and Path(p).is_dir() and "\n" not in p and not Path(p).resolve().is_relative_to(exclude.resolve())]
+    return "\n".join(lines) + "\n"
+
+
+def compile_front_end(dest: Path, guid: str, variables: list[Variable], ident: str) -> Optional[str]:
+    """Compile the front end for one FMU into `dest`. Returns None on success, else the reason
+    it could not be built (no compiler, no Python headers or shared libpython, a compiler
+    error); the caller then keeps pythonfmu's binary alone."""
+    if not sys.platform.startswith("linux"):
+        return f"the C front end is built on Linux only (this is {sys.platform})"
+    cc = compiler()
+    if cc is None:
+        return "no C compiler (cc, gcc or $CC) found"
+    include = sysconfig.get_paths().get("include")
+    if not include or not (Path(include) / "Python.h").exists():
+        return f"Python's C headers are missing ({include}/Python.h; install the python3-dev package)"
+    if libpython() is None:
+        return "this interpreter has no shared libpython (built without --enable-shared): C hosts cannot load it"
+    types = "".join(_LETTER[v.type] for v in variables)
+    with tempfile.TemporaryDirectory(prefix="flexmbs_shim_") as tmp:
+        config = Path(tmp) / "flexmbs_shim_config.h"
+        config.write_text(f"#define SHIM_GUID {json.dumps(guid)}\n#define SHIM_VAR_TYPES {json.dumps(types)}\n"
+                          f"#define SHIM_PYTHONFMU_LIB {json.dumps(inner_library(ident))}\n"
+                          f"#define SHIM_RECORD {json.dumps(RECORD)}\n")
+        cmd = [cc, "-shared", "-fPIC", "-O2", "-std=c11", "-Wall", "-fvisibility=hidden", f"-I{tmp}", f"-I{include}",
+               "-o", str(dest), str(SOURCE), "-ldl", "-lpthread", "-lm"]
+        run = subprocess.run(cmd, capture_output=True, text=True)
+    if run.returncode != 0:
+        return f"{' '.join(cmd)} failed:\n{run.stderr.strip()}"
+    return None

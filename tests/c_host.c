@@ -1,0 +1,91 @@
+/* A minimal FMI 2.0 co-simulation host in C, as Dymola, OpenModelica or Simulink load an FMU:
+ * dlopen the binary, instantiate, initialise, then per step set the inputs, doStep and read
+ * the outputs; every row is printed as "t v1 v2 ..." with 17 significant digits.
+ *
+ * usage: c_host BINARY RESOURCE_URI GUID STEP NSTEPS NIN VR_IN... VALUE_IN... NOUT VR_OUT...
+ * The inputs are held constant. Exit status: 0 ok, 2 usage, 3 load, 4 instantiate, 5 a call failed. */
+
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+typedef void *Comp;
+typedef struct {
+    void (*logger)(void *, const char *, int, const char *, const char *, ...);
+    void *(*allocateMemory)(size_t, size_t);
+    void (*freeMemory)(void *);
+    void *stepFinished;
+    void *env;
+} Callbacks;
+
+static void logger(void *env, const char *name, int status, const char *category, const char *message, ...)
+{
+    (void)env;
+    fprintf(stderr, "[%s|%d|%s] %s\n", name, status, category ? category : "", message);
+}
+
+typedef Comp (*Instantiate)(const char *, int, const char *, const char *, const Callbacks *, int, int);
+typedef int (*Setup)(Comp, int, double, double, int, double);
+typedef int (*Call)(Comp);
+typedef int (*SetReal)(Comp, const unsigned *, size_t, const double *);
+typedef int (*GetReal)(Comp, const unsigned *, size_t, double *);
+typedef int (*DoStep)(Comp, double, double, int);
+typedef void (*Free)(Comp);
+
+#define NEED(var, type, sym)                                                   \
+    type var = (type)dlsym(lib, sym);                                           \
+    if (!var) {                                                                 \
+        fprintf(stderr, "missing %s\n", sym);                                   \
+        return 3;                                                               \
+    }
+
+int main(int argc, char **argv)
+{
+    if (argc < 8) return 2;
+    void *lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        fprintf(stderr, "dlopen: %s\n", dlerror());
+        return 3;
+    }
+    double h = atof(argv[4]);
+    int nsteps = atoi(argv[5]), k = 6;
+    int nin = atoi(argv[k++]);
+    unsigned vin[64];
+    double uin[64];
+    for (int i = 0; i < nin; i++) vin[i] = (unsigned)atoi(argv[k++]);
+    for (int i = 0; i < nin; i++) uin[i] = atof(argv[k++]);
+    int nout = atoi(argv[k++]);
+    unsigned vout[256];
+    double y[256];
+    for (int i = 0; i < nout; i++) vout[i] = (unsigned)atoi(argv[k++]);
+
+    NEED(instantiate, Instantiate, "fmi2Instantiate")
+    NEED(setup, Setup, "fmi2SetupExperiment")
+    NEED(enter, Call, "fmi2EnterInitializationMode")
+    NEED(exit_, Call, "fmi2ExitInitializationMode")
+    NEED(setReal, SetReal, "fmi2SetReal")
+    NEED(getReal, GetReal, "fmi2GetReal")
+    NEED(doStep, DoStep, "fmi2DoStep")
+    NEED(terminate, Call, "fmi2Terminate")
+    NEED(freeInstance, Free, "fmi2FreeInstance")
+
+    Callbacks cb = {logger, calloc, free, NULL, NULL};
+    Comp c = instantiate("c_host", 1, argv[3], argv[2], &cb, 0, 0);
+    if (!c) return 4;
+    if (setup(c, 0, 0.0, 0.0, 0, 0.0) || enter(c) || setReal(c, vin, nin, uin) || exit_(c)) return 5;
+    double t = 0.0;
+    for (int s = 0; s <= nsteps; s++) {
+        if (getReal(c, vout, nout, y)) return 5;
+        printf("%.17g", t);
+        for (int i = 0; i < nout; i++) printf(" %.17g", y[i]);
+        printf("\n");
+        if (s == nsteps) break;
+        if (setReal(c, vin, nin, uin) || doStep(c, t, h, 1)) return 5;
+        t = (s + 1) * h;
+    }
+    if (terminate(c)) return 5;
+    freeInstance(c);
+    dlclose(lib);
+    return 0;
+}
