@@ -21,7 +21,7 @@ from .flex.invariants import (
 )
 from .flex.superelement import load_matrix_market, load_npz
 from .kernels import profiles as prof
-from .kernels.dynamics import MOTION, SERVO, TORQUE
+from .kernels.forces import MOTION, SERVO, TORQUE
 from .kernels.joints import CODE_OF, FREE, SPHERICAL
 from .kernels.structs import SystemArrays, box, make_workspace
 from .model import (
@@ -170,6 +170,14 @@ def points_mass_matrix(d: FlexBodyData) -> np.ndarray:
 def body_size(d: FlexBodyData) -> float:
     """Characteristic size of a flexible body [m]: beam length or the extent of its nodes."""
     return max(d.length, float(np.ptp(d.node_positions, axis=0).max()), 1e-3)
+
+
+def uses_recursion(dynamics: str, arrays: SystemArrays) -> bool:
+    """Whether forward dynamics runs the articulated-body recursion: for solver.dynamics
+    'auto' or 'recursive', on trees (no cut joints) without massive elastic rods, which couple
+    bodies outside the tree; otherwise (and for 'composite') the composite mass matrix."""
+    applies = arrays.cr_a.size == 0 and not np.any(arrays.sd_m > 0.0)
+    return dynamics != "composite" and applies
 
 
 def _tree_order(model: Model) -> list[int]:
@@ -424,7 +432,9 @@ def compile_model(model: Model) -> System:
         sd_m=np.array([rods[id(ld)][1].rho * rods[id(ld)][0] * ld.length if id(ld) in rods else 0.0
                        for ld in sds], float),
         **cut_rows(model.loops.cuts, markers),
+        recursive=0,
     )
+    arrays = arrays._replace(recursive=int(uses_recursion(model.solver.dynamics, arrays)))
 
     q0 = np.zeros(nq)
     u0 = np.zeros(nv)

@@ -11,31 +11,17 @@ constraints add G^T lambda (kernels/constraints.py).
 import numpy as np
 from numba import njit
 
-from . import profiles
+from .articulated import articulated_accelerations
 from .body import body_terms
 from .constraints import constrained_solve, constraint_rows
+from .forces import MOTION, PASSIVE, SERVO, TORQUE, apply_prescribed, drive_profile, joint_torques, point_load
+from .forces import spring_damper_force
 from .kinematics import forward, marker_world
-from .linalg import chol_factor, chol_solve, copy1, copy2, dot, fill1, fill2, mtv_add, mv
+from .linalg import chol_factor, chol_solve, copy1, copy2, dot, fill1, fill2, mtv_add
 from .rotations import JIT, quat_rate
 
-PASSIVE, TORQUE, MOTION, SERVO = 0, 1, 2, 3
-
-
-@njit(**JIT)
-def drive_profile(S, c, inputs, t):
-    """(q, qd, qdd) of the profile driving velocity coordinate c at time t [s]."""
-    p = S.drive_prof[c]
-    return profiles.evaluate(S.prof_code[p], S.prof_par[p], S.prof_t[p], S.prof_c[p], S.prof_n[p], inputs, t)
-
-
-@njit(**JIT)
-def apply_prescribed(S, t, q, u, inputs, udot):
-    """Overwrite the motion-driven coordinates and their rates with their profile values at
-    time t, and put the profile accelerations into udot."""
-    for c in range(S.nv):
-        if S.drive[c] == MOTION:
-            q[S.uq[c]], u[c], udot[c] = drive_profile(S, c, inputs, t)
-
+__all__ = ["PASSIVE", "TORQUE", "MOTION", "SERVO", "drive_profile", "apply_prescribed", "accelerations",
+           "composite_accelerations", "articulated_accelerations", "assemble", "rhs", "qdot_of"]
 
 @njit(**JIT)
 def _body_jacobian(S, W, b):
@@ -129,18 +115,10 @@ def assemble(S, W, t, q, u, inputs):
 @njit(**JIT)
 def _joint_forces(S, t, q, u, inputs, M, Q):
     """Joint springs/dampers, torque inputs, PD servos and rotor inertia (per coordinate)."""
+    joint_torques(S, t, q, u, inputs, Q)
     for c in range(S.nv):
-        qc = S.uq[c]
-        if qc < 0:
-            continue
-        Q[c] -= S.k_spring[c] * (q[qc] - S.q_preload[c]) + S.c_spring[c] * u[c]
-        d = S.drive[c]
-        if d == TORQUE:
-            Q[c] += inputs[S.drive_in[c]]
-        elif d == SERVO:
-            qr, qdr, _ = drive_profile(S, c, inputs, t)
-            Q[c] += S.kp[c] * (qr - q[qc]) + S.kd[c] * (qdr - u[c])
-        M[c, c] += S.motor_J[c]
+        if S.uq[c] >= 0:
+            M[c, c] += S.motor_J[c]
 
 
 @njit(**JIT)
@@ -154,15 +132,7 @@ def _load_forces(S, W, q, u, inputs, M, Q):
     T = W.l_T
     for f in range(S.pf_marker.shape[0]):
         marker_world(S, W, S.pf_marker[f], q, u, ra, Aa, va, wa, Jva, Jwa, aa, ala, True)
-        i0 = S.pf_input[f]
-        for k in range(3):
-            F[k] = S.pf_force[f, k] + (inputs[i0 + k] if i0 >= 0 else 0.0)
-            T[k] = S.pf_torque[f, k] + (inputs[i0 + 3 + k] if i0 >= 0 else 0.0)
-        if S.pf_frame[f] == 1:
-            mv(Aa, F, W.m_t1)
-            copy1(W.m_t1, F)
-            mv(Aa, T, W.m_t1)
-            copy1(W.m_t1, T)
+        point_load(S, f, inputs, Aa, F, T, W.m_t1)
         mtv_add(Jva, F, Q, 1.0)
         mtv_add(Jwa, T, Q, 1.0)
     for s in range(S.sd_a.shape[0]):
@@ -170,25 +140,9 @@ def _load_forces(S, W, q, u, inputs, M, Q):
         marker_world(S, W, S.sd_b[s], q, u, rb, Ab, vb, wb, Jvb, Jwb, ab, ala, True)
         if S.sd_m[s] > 0.0:
             _rod_inertia(S, S.sd_m[s], Jva, Jvb, aa, ab, M, Q)
-        for k in range(3):
-            F[k] = rb[k] - ra[k]
-        if S.sd_l0[s] == 0.0:
-            # zero rest length: an isotropic bushing, F = k d + c d', with no direction to lose
-            for k in range(3):
-                F[k] = S.sd_k[s] * F[k] + S.sd_c[s] * (vb[k] - va[k])
-            mtv_add(Jva, F, Q, 1.0)
-            mtv_add(Jvb, F, Q, -1.0)
-            continue
-        ln = np.sqrt(dot(F, F))
-        if ln < 1e-12:
-            continue
-        ldot = 0.0
-        for k in range(3):
-            F[k] /= ln
-            ldot += F[k] * (vb[k] - va[k])
-        f_ = S.sd_k[s] * (ln - S.sd_l0[s]) + S.sd_c[s] * ldot
-        mtv_add(Jva, F, Q, f_)
-        mtv_add(Jvb, F, Q, -f_)
+        spring_damper_force(S, s, ra, rb, va, vb, F)
+        mtv_add(Jva, F, Q, 1.0)
+        mtv_add(Jvb, F, Q, -1.0)
 
 
 @njit(**JIT)
@@ -213,8 +167,19 @@ def _rod_inertia(S, m, Ja, Jb, aa, ab, M, Q):
 
 @njit(**JIT)
 def accelerations(S, W, t, q, u, inputs, udot):
-    """Solve for udot at (t, q, u) (prescribed values applied in place). Returns False if the
-    mass matrix is not positive definite. W.tau_drive gets the motion drives' torques."""
+    """Solve for udot at (t, q, u) (prescribed values applied in place) by the route compiled
+    into S.recursive: the articulated-body recursion (kernels/articulated.py) or the composite
+    mass matrix. Returns False if the mass matrix (a pivot block) is not positive definite.
+    W.tau_drive gets the motion drives' torques."""
+    if S.recursive == 1:
+        return articulated_accelerations(S, W, t, q, u, inputs, udot)
+    return composite_accelerations(S, W, t, q, u, inputs, udot)
+
+
+@njit(**JIT)
+def composite_accelerations(S, W, t, q, u, inputs, udot):
+    """Composite route: dense M udot = Q by Cholesky, then loop constraints. Same contract as
+    `accelerations`."""
     apply_prescribed(S, t, q, u, inputs, udot)
     assemble(S, W, t, q, u, inputs)
     M = W.M

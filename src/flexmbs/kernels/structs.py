@@ -33,6 +33,8 @@ SystemArrays = namedtuple("SystemArrays", [
     "sd_a", "sd_b", "sd_k", "sd_c", "sd_l0", "sd_m",
     # loop-closing constraints, per row: markers, kind (0 position, 1 axis dot), axes, joint frame, in use
     "cr_a", "cr_b", "cr_kind", "cr_i", "cr_j", "cr_E", "cr_on",
+    # forward-dynamics route: 1 articulated-body recursion, 0 composite mass matrix
+    "recursive",
 ])
 
 Workspace = namedtuple("Workspace", [
@@ -48,6 +50,34 @@ Workspace = namedtuple("Workspace", [
     "M", "Q", "L", "Mrow", "tau_drive", "xq", "xu",
     "c_g", "c_G", "c_G0", "c_gam", "c_X", "c_S", "c_LS", "c_lam", "c_r", "c_dir", "c_a2", "c_al2", "c_e", "c_f",
     "c_t",
+    # articulated-body recursion (kernels/articulated.py); nbd = 6 + nmax, body axes throughout
+    "ab_P",     # (nb, 6, nbd): child frame velocity [v; w] from the parent's extended velocity z_p
+    "ab_S",     # (nb, 6, 6): joint motion subspace S_c in child axes (first jnv columns)
+    "ab_cb",    # (nb, 6): velocity-product acceleration of the body frame [m/s^2, rad/s^2]
+    "ab_c",     # (nb, 6): c = Pdot z_p + Hdot y, plus the motion-driven columns of H times their qdd
+    "ab_IA",    # (nb, nbd, nbd): articulated inertia of the subtree [kg, kg m, kg m^2]
+    "ab_pA",    # (nb, nbd): articulated bias force of the subtree [N, N m, modal]
+    "ab_U",     # (nb, nbd, nbd): U = IA H over the free columns of H
+    "ab_K",     # (nb, nbd, 6): D^-1 U^T, frame columns only
+    "ab_Du",    # (nb, nbd): D^-1 u over the free columns
+    "ab_zd",    # (nb, nbd): extended acceleration zdot of every body
+    "ab_col",   # (nb, nbd) int: velocity coordinate of each free column of H (joints, then modes)
+    "ab_nf",    # (nb,) int: number of free columns of H
+    "ab_nj",    # (nb,) int: how many of them are joint coordinates
+    "ab_tau",   # (nv,): joint spring/damper, torque-input and servo forces per coordinate [N m or N]
+    "ab_D",     # (nbd, nbd): pivot block D of the body being processed
+    "ab_L",     # (nbd, nbd): its Cholesky factor
+    "ab_x",     # (nbd,): right-hand side / solution scratch over the free columns
+    "ab_Ia",    # (6, 6): IA - U D^-1 U^T of the body being processed (frame rows and columns)
+    "ab_T",     # (6, nbd): ab_Ia P
+    "ab_fa",    # (6,): articulated bias force passed on / joint force of the subtree
+    "ab_a6",    # (6,): P zdot_p + c of the body being processed [m/s^2, rad/s^2]
+    "ab_E",     # (3, 3): rotation parent axes -> child axes
+    "ab_Rc",    # (3, 3): rotation parent-marker axes -> child axes
+    "ab_eta",   # (nmax,): modal coordinates of the body being processed, zero-padded
+    "ab_etad",  # (nmax,): its modal rates, zero-padded
+    "ab_vb",    # (3,): origin velocity in body axes [m/s]
+    "ab_wb",    # (3,): angular velocity in body axes [rad/s]
 ])
 
 
@@ -79,6 +109,13 @@ def make_workspace(S) -> tuple:
         c_g=z(nc), c_G=z((nc, nv)), c_G0=z((nc, nv)), c_gam=z(nc), c_X=z((nc, nv)), c_S=z((nc, nc)),
         c_LS=z((nc, nc)), c_lam=z(nc), c_r=z(nc), c_dir=z((nc, 3)), c_a2=z(3), c_al2=z(3), c_e=z(3), c_f=z(3),
         c_t=z(3),
+        ab_P=z((nb, 6, nbd)), ab_S=z((nb, 6, 6)), ab_cb=z((nb, 6)), ab_c=z((nb, 6)),
+        ab_IA=z((nb, nbd, nbd)), ab_pA=z((nb, nbd)), ab_U=z((nb, nbd, nbd)), ab_K=z((nb, nbd, 6)),
+        ab_Du=z((nb, nbd)), ab_zd=z((nb, nbd)), ab_col=np.zeros((nb, nbd), np.int64),
+        ab_nf=np.zeros(nb, np.int64), ab_nj=np.zeros(nb, np.int64), ab_tau=z(nv),
+        ab_D=z((nbd, nbd)), ab_L=z((nbd, nbd)), ab_x=z(nbd), ab_Ia=z((6, 6)), ab_T=z((6, nbd)),
+        ab_fa=z(6), ab_a6=z(6), ab_E=z((3, 3)), ab_Rc=z((3, 3)), ab_eta=z(nmax), ab_etad=z(nmax),
+        ab_vb=z(3), ab_wb=z(3),
     )
 
 
@@ -135,7 +172,7 @@ def _prototype_system() -> tuple:
         prof_par=f((0, 6)), prof_t=f((0, 1)), prof_c=f((0, 1, 4)), prof_n=i(0), pf_marker=i(0),
         pf_force=f((0, 3)), pf_torque=f((0, 3)), pf_frame=i(0), pf_input=i(0), sd_a=i(0), sd_b=i(0),
         sd_k=f(0), sd_c=f(0), sd_l0=f(0), sd_m=f(0), cr_a=i(0), cr_b=i(0), cr_kind=i(0), cr_i=i(0), cr_j=i(0),
-        cr_E=f((0, 3, 3)), cr_on=i(0))
+        cr_E=f((0, 3, 3)), cr_on=i(0), recursive=0)
     return SystemArrays(**dims)
 
 

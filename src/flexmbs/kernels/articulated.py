@@ -1,0 +1,367 @@
+"""Recursive O(n) forward dynamics of trees of rigid and floating-frame flexible bodies (numba):
+an articulated-body algorithm (R. Featherstone, Rigid Body Dynamics Algorithms, Springer 2008,
+ch. 7) over extended body velocities, in the spirit of the recursive flexible-manipulator
+formulation of Y.-L. Hwang, "Recursive Newton-Euler formulation for flexible dynamic
+manipulator analysis", Int. J. Mechanical Sciences 47 (2005).
+
+Per body b: extended velocity z_b = [v_b; w_b; etad_b] (6 + n_b): origin velocity [m/s] and
+angular velocity [rad/s] in body axes, modal rates. The tree relation is
+z_c = P_c z_p + H_c y_c with y_c = [joint rates of c; etad_c]: P_c (6 x (6 + n_p), the child's
+modal rows of P are zero) carries the parent's frame motion to the child's origin through the
+parent marker, whose elastic displacement Ds etad_p and rotation T Psi etad_p move the joint;
+H_c = blockdiag(S_c, I), S_c the joint motion subspace in child axes. The velocity-product
+part of the child's acceleration, c_c = Pdot z_p + Hdot y_c, is cb_c - P_c cb_p where cb is the
+body's own velocity-product acceleration (kinematics.body_motion, in body axes).
+
+Three passes: (1) root -> leaves: kinematics, P, S, c, body inertia Mb, velocity-product and
+gravity forces, elastic forces and loads, giving each body's inertia IA = Mb and bias force
+pA = hb - Fb + K eta + D etad - loads; (2) leaves -> root: with U = IA H, D = H^T U + rotor
+inertia, u = tau - H^T pA, the parent gets IA_p += P^T (IA - U D^-1 U^T) P and
+pA_p += P^T (pA + IA^a c + U D^-1 u); (3) root -> leaves: ydd = D^-1 (u - U^T (P zdot_p + c)),
+zdot = P zdot_p + c + H ydd. Motion-driven coordinates are moved to the known side (their
+H column times the profile acceleration joins c) and their drive torque is read from the
+subtree's force f = IA zdot + pA.
+
+Scope: trees. Loop-closing cut joints and elastic rods with mass couple bodies outside the
+tree; models with them use the composite route (system.compile_model selects it).
+"""
+
+from numba import njit
+
+from .body import body_terms
+from .forces import MOTION, apply_prescribed, joint_torques, point_load, spring_damper_force
+from .kinematics import body_motion, marker_local, marker_world
+from .linalg import chol_factor_n, chol_solve_n, fill1
+from .rotations import JIT
+
+
+@njit(**JIT)
+def articulated_accelerations(S, W, t, q, u, inputs, udot):
+    """Solve for udot at (t, q, u) by the articulated-body recursion (prescribed values applied
+    in place); W.tau_drive gets the motion drives' torques. Returns False when a joint's pivot
+    block D is not positive definite. Trees only (no cut joints, no massive rods)."""
+    apply_prescribed(S, t, q, u, inputs, udot)
+    tau = W.ab_tau
+    fill1(tau, 0.0)
+    joint_torques(S, t, q, u, inputs, tau)
+    _kinematics_pass(S, W, q, u, udot)
+    _loads(S, W, q, u, inputs)
+    if not _inertia_pass(S, W):
+        return False
+    _acceleration_pass(S, W, udot)
+    return True
+
+
+@njit(**JIT)
+def _kinematics_pass(S, W, q, u, udot):
+    """Pass 1, root to leaves: W.A/r/v/w/a/al of every body, and per body b the tree terms
+    ab_P, ab_S, ab_c, ab_cb and its own inertia ab_IA and bias force ab_pA."""
+    parent, nm, eq, ev, ju, jnv, drive = S.parent, S.nm, S.eq, S.ev, S.ju, S.jnv, S.drive
+    mk_Psi, pmark, c_pos, gravity, Ke, De = S.mk_Psi, S.pmark, S.c_pos, S.gravity, S.Ke, S.De
+    A, r, v, w, a, al = W.A, W.r, W.v, W.w, W.a, W.al
+    P, Sc, cc, cb, IA, pA = W.ab_P, W.ab_S, W.ab_c, W.ab_cb, W.ab_IA, W.ab_pA
+    E, Rc, eta, etad, vb, wb, gb = W.ab_E, W.ab_Rc, W.ab_eta, W.ab_etad, W.ab_vb, W.ab_wb, W.b_g
+    Am, Sv, Sw, s, Ds, T = W.k_A, W.k_Sv, W.k_Sw, W.m_s, W.m_Ds, W.m_T
+    Mb, hb, Fb = W.Mb, W.hb, W.Fb
+    nmax = eta.shape[0]
+    for i in range(S.nb):
+        body_motion(S, W, i, q, u, False)
+        p = parent[i]
+        n = nm[i]
+        m = 6 + n
+        # E = A_i^T A_p (parent axes -> child axes), Rc = A_i^T A_M (joint's parent-marker axes -> child axes)
+        for j in range(3):
+            for k in range(3):
+                if p >= 0:
+                    E[j, k] = A[i, 0, j] * A[p, 0, k] + A[i, 1, j] * A[p, 1, k] + A[i, 2, j] * A[p, 2, k]
+                Rc[j, k] = A[i, 0, j] * Am[0, k] + A[i, 1, j] * Am[1, k] + A[i, 2, j] * Am[2, k]
+        # joint motion subspace in child axes: [Rc Sv + c_pos x (Rc Sw); Rc Sw]
+        for k in range(jnv[i]):
+            for j in range(3):
+                Sc[i, 3 + j, k] = Rc[j, 0] * Sw[0, k] + Rc[j, 1] * Sw[1, k] + Rc[j, 2] * Sw[2, k]
+            for j in range(3):
+                j1 = (j + 1) % 3
+                j2 = (j + 2) % 3
+                Sc[i, j, k] = Rc[j, 0] * Sv[0, k] + Rc[j, 1] * Sv[1, k] + Rc[j, 2] * Sv[2, k] \
+                    + c_pos[i, j1] * Sc[i, 3 + j2, k] - c_pos[i, j2] * Sc[i, 3 + j1, k]
+        # body-axes velocity and velocity-product acceleration [A^T a - w x v; A^T al]
+        for j in range(3):
+            vb[j] = A[i, 0, j] * v[i, 0] + A[i, 1, j] * v[i, 1] + A[i, 2, j] * v[i, 2]
+            wb[j] = A[i, 0, j] * w[i, 0] + A[i, 1, j] * w[i, 1] + A[i, 2, j] * w[i, 2]
+            gb[j] = A[i, 0, j] * gravity[0] + A[i, 1, j] * gravity[1] + A[i, 2, j] * gravity[2]
+            cb[i, j] = A[i, 0, j] * a[i, 0] + A[i, 1, j] * a[i, 1] + A[i, 2, j] * a[i, 2]
+            cb[i, 3 + j] = A[i, 0, j] * al[i, 0] + A[i, 1, j] * al[i, 1] + A[i, 2, j] * al[i, 2]
+        cb[i, 0] -= wb[1] * vb[2] - wb[2] * vb[1]
+        cb[i, 1] -= wb[2] * vb[0] - wb[0] * vb[2]
+        cb[i, 2] -= wb[0] * vb[1] - wb[1] * vb[0]
+        for j in range(nmax):
+            eta[j] = q[eq[i] + j] if j < n else 0.0
+            etad[j] = u[ev[i] + j] if j < n else 0.0
+        if p >= 0:
+            _parent_map(i, p, P, E, A, r, s, Ds, T, mk_Psi, pmark[i], nm[p])
+            for j in range(6):
+                acc = cb[i, j]
+                for k in range(6):
+                    acc -= P[i, j, k] * cb[p, k]
+                cc[i, j] = acc
+        else:
+            for j in range(6):
+                cc[i, j] = cb[i, j]
+        # prescribed joint accelerations are known: their part of H ydd joins c
+        for k in range(jnv[i]):
+            c = ju[i] + k
+            if drive[c] == MOTION:
+                for j in range(6):
+                    cc[i, j] += Sc[i, j, k] * udot[c]
+        body_terms(S, W, i, eta, etad, vb, wb, gb, Mb, hb, Fb)
+        for j in range(m):
+            for k in range(m):
+                IA[i, j, k] = Mb[j, k]
+            pA[i, j] = hb[j] - Fb[j]
+        for j in range(n):
+            acc = 0.0
+            for k in range(n):
+                acc += Ke[i, j, k] * eta[k] + De[i, j, k] * etad[k]
+            pA[i, 6 + j] += acc
+
+
+@njit(**JIT)
+def _parent_map(i, p, P, E, A, r, s, Ds, T, Psi, k, n_p):
+    """P[i] (6 x (6 + n_p)): child frame velocity from the parent's extended velocity. With
+    rp = A_p^T (r_i - r_p) and rq = rp - s (s: parent marker position, parent axes):
+    v_i = E (v_p + w_p x rp + sum_j (Ds_j + TPsi_j x rq) etad_j), w_i = E (w_p + sum_j TPsi_j etad_j),
+    TPsi_j = T Psi_j the marker's rotation mode (s, Ds, T from kinematics.marker_local)."""
+    d0 = r[i, 0] - r[p, 0]
+    d1 = r[i, 1] - r[p, 1]
+    d2 = r[i, 2] - r[p, 2]
+    rp0 = A[p, 0, 0] * d0 + A[p, 1, 0] * d1 + A[p, 2, 0] * d2
+    rp1 = A[p, 0, 1] * d0 + A[p, 1, 1] * d1 + A[p, 2, 1] * d2
+    rp2 = A[p, 0, 2] * d0 + A[p, 1, 2] * d1 + A[p, 2, 2] * d2
+    for j in range(3):
+        e0, e1, e2 = E[j, 0], E[j, 1], E[j, 2]
+        for k_ in range(3):
+            P[i, j, k_] = E[j, k_]
+            P[i, 3 + j, k_] = 0.0
+            P[i, 3 + j, 3 + k_] = E[j, k_]
+        # columns of -E skew(rp): E (e_k x rp)
+        P[i, j, 3] = -e1 * rp2 + e2 * rp1
+        P[i, j, 4] = e0 * rp2 - e2 * rp0
+        P[i, j, 5] = -e0 * rp1 + e1 * rp0
+    rq0 = rp0 - s[0]
+    rq1 = rp1 - s[1]
+    rq2 = rp2 - s[2]
+    for jm in range(n_p):
+        t0 = T[0, 0] * Psi[k, 0, jm] + T[0, 1] * Psi[k, 1, jm] + T[0, 2] * Psi[k, 2, jm]
+        t1 = T[1, 0] * Psi[k, 0, jm] + T[1, 1] * Psi[k, 1, jm] + T[1, 2] * Psi[k, 2, jm]
+        t2 = T[2, 0] * Psi[k, 0, jm] + T[2, 1] * Psi[k, 1, jm] + T[2, 2] * Psi[k, 2, jm]
+        x0 = Ds[0, jm] + t1 * rq2 - t2 * rq1
+        x1 = Ds[1, jm] + t2 * rq0 - t0 * rq2
+        x2 = Ds[2, jm] + t0 * rq1 - t1 * rq0
+        for j in range(3):
+            P[i, j, 6 + jm] = E[j, 0] * x0 + E[j, 1] * x1 + E[j, 2] * x2
+            P[i, 3 + j, 6 + jm] = E[j, 0] * t0 + E[j, 1] * t1 + E[j, 2] * t2
+
+
+@njit(**JIT)
+def _loads(S, W, q, u, inputs):
+    """Point loads and spring-dampers onto the bias forces ab_pA of the bodies they act on."""
+    r, A, v, w, Jv, Jw, a, al = W.l_r, W.l_A, W.l_v, W.l_w, W.l_Jv, W.l_Jw, W.l_a, W.l_al
+    r2, A2, v2, w2 = W.l_r2, W.l_A2, W.l_v2, W.l_w2
+    F, T, tmp = W.l_F, W.l_T, W.m_t1
+    pf_marker, sd_a, sd_b = S.pf_marker, S.sd_a, S.sd_b
+    for f in range(pf_marker.shape[0]):
+        marker_world(S, W, pf_marker[f], q, u, r, A, v, w, Jv, Jw, a, al, False)
+        point_load(S, f, inputs, A, F, T, tmp)
+        _marker_wrench(S, W, pf_marker[f], q, u, F, T, -1.0)
+    for k in range(3):
+        T[k] = 0.0
+    for sd in range(sd_a.shape[0]):
+        marker_world(S, W, sd_a[sd], q, u, r, A, v, w, Jv, Jw, a, al, False)
+        marker_world(S, W, sd_b[sd], q, u, r2, A2, v2, w2, Jv, Jw, a, al, False)
+        spring_damper_force(S, sd, r, r2, v, v2, F)
+        _marker_wrench(S, W, sd_a[sd], q, u, F, T, -1.0)
+        _marker_wrench(S, W, sd_b[sd], q, u, F, T, 1.0)
+
+
+@njit(**JIT)
+def _marker_wrench(S, W, k, q, u, F, T, sign):
+    """ab_pA[b] += sign G^T [A_b^T F; A_b^T T] for world force F [N] and torque T [N m] at
+    marker k of body b, G = [[I, -skew(s), Ds], [0, I, T Psi]] the marker's velocity map from
+    z_b (marker_local: s position, Ds displacement modes, T Psi rotation modes). Ground markers
+    are skipped."""
+    b = S.mk_body[k]
+    if b < 0:
+        return
+    n = marker_local(S, W, k, q, u)
+    A, pA, s, Ds, Tm, Psi = W.A, W.ab_pA, W.m_s, W.m_Ds, W.m_T, S.mk_Psi
+    f0 = sign * (A[b, 0, 0] * F[0] + A[b, 1, 0] * F[1] + A[b, 2, 0] * F[2])
+    f1 = sign * (A[b, 0, 1] * F[0] + A[b, 1, 1] * F[1] + A[b, 2, 1] * F[2])
+    f2 = sign * (A[b, 0, 2] * F[0] + A[b, 1, 2] * F[1] + A[b, 2, 2] * F[2])
+    m0 = sign * (A[b, 0, 0] * T[0] + A[b, 1, 0] * T[1] + A[b, 2, 0] * T[2])
+    m1 = sign * (A[b, 0, 1] * T[0] + A[b, 1, 1] * T[1] + A[b, 2, 1] * T[2])
+    m2 = sign * (A[b, 0, 2] * T[0] + A[b, 1, 2] * T[1] + A[b, 2, 2] * T[2])
+    pA[b, 0] += f0
+    pA[b, 1] += f1
+    pA[b, 2] += f2
+    pA[b, 3] += s[1] * f2 - s[2] * f1 + m0
+    pA[b, 4] += s[2] * f0 - s[0] * f2 + m1
+    pA[b, 5] += s[0] * f1 - s[1] * f0 + m2
+    for j in range(n):
+        t0 = Tm[0, 0] * Psi[k, 0, j] + Tm[0, 1] * Psi[k, 1, j] + Tm[0, 2] * Psi[k, 2, j]
+        t1 = Tm[1, 0] * Psi[k, 0, j] + Tm[1, 1] * Psi[k, 1, j] + Tm[1, 2] * Psi[k, 2, j]
+        t2 = Tm[2, 0] * Psi[k, 0, j] + Tm[2, 1] * Psi[k, 1, j] + Tm[2, 2] * Psi[k, 2, j]
+        pA[b, 6 + j] += Ds[0, j] * f0 + Ds[1, j] * f1 + Ds[2, j] * f2 + t0 * m0 + t1 * m1 + t2 * m2
+
+
+@njit(**JIT)
+def _inertia_pass(S, W):
+    """Pass 2, leaves to root: per body the free columns of H (joint coordinates not
+    motion-driven, then modes), U = IA H, the factor of D = H^T U + rotor inertia, K = D^-1 U^T
+    (first 6 columns: the rest of P zdot_p + c is zero), D^-1 u; the articulated inertia and
+    bias force go to the parent. False when a D is not positive definite."""
+    parent, nm, ev, ju, jnv, drive, uq, motor_J = S.parent, S.nm, S.ev, S.ju, S.jnv, S.drive, S.uq, S.motor_J
+    P, Sc, cc, IA, pA = W.ab_P, W.ab_S, W.ab_c, W.ab_IA, W.ab_pA
+    U, K, Du, col, nfree, njf = W.ab_U, W.ab_K, W.ab_Du, W.ab_col, W.ab_nf, W.ab_nj
+    D, L, x, Ia, Tp, fa, tau = W.ab_D, W.ab_L, W.ab_x, W.ab_Ia, W.ab_T, W.ab_fa, W.ab_tau
+    for b in range(S.nb - 1, -1, -1):
+        n = nm[b]
+        m = 6 + n
+        nf = 0
+        for k in range(jnv[b]):
+            c = ju[b] + k
+            if drive[c] != MOTION:
+                col[b, nf] = c
+                nf += 1
+        nj = nf
+        for j in range(n):
+            col[b, nf] = ev[b] + j
+            nf += 1
+        nfree[b] = nf
+        njf[b] = nj
+        for ia in range(nf):
+            if ia < nj:
+                k = col[b, ia] - ju[b]
+                for i in range(m):
+                    acc = 0.0
+                    for j in range(6):
+                        acc += IA[b, i, j] * Sc[b, j, k]
+                    U[b, i, ia] = acc
+            else:
+                for i in range(m):
+                    U[b, i, ia] = IA[b, i, 6 + ia - nj]
+        for ia in range(nf):
+            if ia < nj:
+                k = col[b, ia] - ju[b]
+                for ib in range(nf):
+                    acc = 0.0
+                    for j in range(6):
+                        acc += Sc[b, j, k] * U[b, j, ib]
+                    D[ia, ib] = acc
+                c = col[b, ia]
+                if uq[c] >= 0:
+                    D[ia, ia] += motor_J[c]
+                acc = tau[c]
+                for j in range(6):
+                    acc -= Sc[b, j, k] * pA[b, j]
+                x[ia] = acc
+            else:
+                for ib in range(nf):
+                    D[ia, ib] = U[b, 6 + ia - nj, ib]
+                x[ia] = -pA[b, 6 + ia - nj]
+        if not chol_factor_n(D, L, nf):
+            return False
+        chol_solve_n(L, x, nf)
+        for ia in range(nf):
+            Du[b, ia] = x[ia]
+        for j in range(6):
+            for ia in range(nf):
+                x[ia] = U[b, j, ia]
+            chol_solve_n(L, x, nf)
+            for ia in range(nf):
+                K[b, ia, j] = x[ia]
+        p = parent[b]
+        if p < 0:
+            continue
+        # articulated inertia and bias force seen through the joint (6 x 6, frame rows only)
+        for i in range(6):
+            for j in range(6):
+                acc = IA[b, i, j]
+                for ia in range(nf):
+                    acc -= U[b, i, ia] * K[b, ia, j]
+                Ia[i, j] = acc
+        for i in range(6):
+            acc = pA[b, i]
+            for j in range(6):
+                acc += Ia[i, j] * cc[b, j]
+            for ia in range(nf):
+                acc += U[b, i, ia] * Du[b, ia]
+            fa[i] = acc
+        mp = 6 + nm[p]
+        for i in range(6):
+            for j in range(mp):
+                acc = 0.0
+                for k in range(6):
+                    acc += Ia[i, k] * P[b, k, j]
+                Tp[i, j] = acc
+        for i in range(mp):
+            acc = 0.0
+            for k in range(6):
+                acc += P[b, k, i] * fa[k]
+            pA[p, i] += acc
+            for j in range(mp):
+                acc = 0.0
+                for k in range(6):
+                    acc += P[b, k, i] * Tp[k, j]
+                IA[p, i, j] += acc
+    return True
+
+
+@njit(**JIT)
+def _acceleration_pass(S, W, udot):
+    """Pass 3, root to leaves: free accelerations into udot, zdot of every body into ab_zd,
+    and the torque [N m] (force [N]) of each motion drive into W.tau_drive:
+    H_k^T (IA zdot + pA) + rotor inertia * qdd - the joint's own spring/damper force."""
+    parent, nm, ju, jnv, drive, uq, motor_J = S.parent, S.nm, S.ju, S.jnv, S.drive, S.uq, S.motor_J
+    P, Sc, cc, IA, pA, zd = W.ab_P, W.ab_S, W.ab_c, W.ab_IA, W.ab_pA, W.ab_zd
+    K, Du, col, nfree, njf = W.ab_K, W.ab_Du, W.ab_col, W.ab_nf, W.ab_nj
+    x, a6, fa, tau, tau_drive = W.ab_x, W.ab_a6, W.ab_fa, W.ab_tau, W.tau_drive
+    for b in range(S.nb):
+        p = parent[b]
+        m = 6 + nm[b]
+        for i in range(6):
+            acc = cc[b, i]
+            if p >= 0:
+                for j in range(6 + nm[p]):
+                    acc += P[b, i, j] * zd[p, j]
+            a6[i] = acc
+        nf = nfree[b]
+        nj = njf[b]
+        for ia in range(nf):
+            acc = Du[b, ia]
+            for j in range(6):
+                acc -= K[b, ia, j] * a6[j]
+            x[ia] = acc
+            udot[col[b, ia]] = acc
+        for i in range(6):
+            acc = a6[i]
+            for ia in range(nj):
+                acc += Sc[b, i, col[b, ia] - ju[b]] * x[ia]
+            zd[b, i] = acc
+        for ia in range(nj, nf):
+            zd[b, 6 + ia - nj] = x[ia]
+        if nj == jnv[b]:
+            continue
+        for i in range(6):
+            acc = pA[b, i]
+            for j in range(m):
+                acc += IA[b, i, j] * zd[b, j]
+            fa[i] = acc
+        for k in range(jnv[b]):
+            c = ju[b] + k
+            if drive[c] == MOTION:
+                acc = -tau[c]
+                for i in range(6):
+                    acc += Sc[b, i, k] * fa[i]
+                if uq[c] >= 0:
+                    acc += motor_J[c] * udot[c]
+                tau_drive[c] = acc
