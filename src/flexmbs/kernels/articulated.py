@@ -11,7 +11,7 @@ modal rows of P are zero) carries the parent's frame motion to the child's origi
 parent marker, whose elastic displacement Ds etad_p and rotation T Psi etad_p move the joint;
 H_c = blockdiag(S_c, I), S_c the joint motion subspace in child axes. The velocity-product
 part of the child's acceleration, c_c = Pdot z_p + Hdot y_c, is cb_c - P_c cb_p where cb is the
-body's own velocity-product acceleration (kinematics.body_motion, in body axes).
+body's own velocity-product acceleration (in body axes).
 
 Three passes: (1) root -> leaves: kinematics, P, S, c, body inertia Mb, velocity-product and
 gravity forces, elastic forces and loads, giving each body's inertia IA = Mb and bias force
@@ -30,7 +30,8 @@ from numba import njit
 
 from .body import body_terms
 from .forces import MOTION, apply_prescribed, joint_torques, point_load, spring_damper_force
-from .kinematics import body_motion, marker_local, marker_world
+from .joints import joint_kinematics
+from .kinematics import marker_local, marker_world
 from .linalg import chol_factor_n, chol_solve_n, fill1
 from .rotations import JIT
 
@@ -52,91 +53,234 @@ def articulated_accelerations(S, W, t, q, u, inputs, udot):
     return True
 
 
+# rows of the 3-vector scratch ab_V3 used by the kinematics pass (all in the parent's axes)
+(_VP, _WP, _AP, _ALP, _S, _SD, _WR, _SB, _WB, _PW, _TV, _TW, _WREL, _VREL, _CW, _WM, _VM, _AM, _ALM,
+ _WI, _VC, _ALI, _AC, _DP, _VI, _AI, _T1) = range(27)
+N_V3 = 27
+
+
+@njit(**JIT)
+def _cr(V, x, y, o, alpha):
+    """V[o] += alpha V[x] x V[y] (rows of the 3-vector scratch)."""
+    V[o, 0] += alpha * (V[x, 1] * V[y, 2] - V[x, 2] * V[y, 1])
+    V[o, 1] += alpha * (V[x, 2] * V[y, 0] - V[x, 0] * V[y, 2])
+    V[o, 2] += alpha * (V[x, 0] * V[y, 1] - V[x, 1] * V[y, 0])
+
+
+@njit(**JIT)
+def _rot(R, V, x, o):
+    """V[o] = R V[x]."""
+    for j in range(3):
+        V[o, j] = R[j, 0] * V[x, 0] + R[j, 1] * V[x, 1] + R[j, 2] * V[x, 2]
+
+
+@njit(**JIT)
+def _sum(V, x, y, o):
+    """V[o] = V[x] + V[y]."""
+    for j in range(3):
+        V[o, j] = V[x, j] + V[y, j]
+
+
 @njit(**JIT)
 def _kinematics_pass(S, W, q, u, udot):
-    """Pass 1, root to leaves: W.A/r/v/w/a/al of every body, and per body b the tree terms
-    ab_P, ab_S, ab_c, ab_cb and its own inertia ab_IA and bias force ab_pA."""
-    parent, nm, eq, ev, ju, jnv, drive = S.parent, S.nm, S.eq, S.ev, S.ju, S.jnv, S.drive
-    mk_Psi, pmark, c_pos, gravity, Ke, De = S.mk_Psi, S.pmark, S.c_pos, S.gravity, S.Ke, S.De
+    """Pass 1, root to leaves, in body axes: per body b its velocity ab_Vb, velocity-product
+    acceleration ab_cb, the tree terms ab_P, ab_S, ab_c, and its own inertia ab_IA and bias
+    force ab_pA; also the world pose and velocity W.A, W.r, W.v, W.w, W.a, W.al for the loads.
+
+    The child's motion is composed in the parent's axes from the parent's (v, w, a, al), the
+    parent marker's elastic motion (kinematics.marker_local) and the joint's (joints.py), with
+    the same terms as kinematics.body_motion (which the composite route uses in world axes)."""
+    parent, nm, eq, ev, ju, jnv, jq, jnq, drive = S.parent, S.nm, S.eq, S.ev, S.ju, S.jnv, S.jq, S.jnq, S.drive
+    mk_Psi, mk_s0, mk_R0, pmark, c_pos, c_R = S.mk_Psi, S.mk_s0, S.mk_R0, S.pmark, S.c_pos, S.c_R
+    jtype, axis1, axis2, gravity, Ke, De = S.jtype, S.axis1, S.axis2, S.gravity, S.Ke, S.De
     A, r, v, w, a, al = W.A, W.r, W.v, W.w, W.a, W.al
-    P, Sc, cc, cb, IA, pA = W.ab_P, W.ab_S, W.ab_c, W.ab_cb, W.ab_IA, W.ab_pA
-    E, Rc, eta, etad, vb, wb, gb = W.ab_E, W.ab_Rc, W.ab_eta, W.ab_etad, W.ab_vb, W.ab_wb, W.b_g
-    Am, Sv, Sw, s, Ds, T = W.k_A, W.k_Sv, W.k_Sw, W.m_s, W.m_Ds, W.m_T
+    P, Sc, cc, cb, Vb, IA, pA = W.ab_P, W.ab_S, W.ab_c, W.ab_cb, W.ab_Vb, W.ab_IA, W.ab_pA
+    E, Rc, RM, V = W.ab_E, W.ab_Rc, W.ab_RM, W.ab_V3
+    eta, etad, vb, wb, gb = W.ab_eta, W.ab_etad, W.ab_vb, W.ab_wb, W.b_g
+    pJ, RJ, Sv, Sw, cw, R1, R2, bj = W.k_p, W.k_R, W.k_Sv, W.k_Sw, W.k_cw, W.k_R1, W.k_R2, W.k_b
+    ms, mR, msd, mwr, msb, mwb, Ds, T = W.m_s, W.m_R, W.m_sd, W.m_wr, W.m_sb, W.m_wb, W.m_Ds, W.m_T
     Mb, hb, Fb = W.Mb, W.hb, W.Fb
     nmax = eta.shape[0]
     for i in range(S.nb):
-        body_motion(S, W, i, q, u, False)
         p = parent[i]
+        k = pmark[i]
         n = nm[i]
         m = 6 + n
-        # E = A_i^T A_p (parent axes -> child axes), Rc = A_i^T A_M (joint's parent-marker axes -> child axes)
+        # parent motion in its axes (the ground is at rest): a = cb + w x v
         for j in range(3):
-            for k in range(3):
-                if p >= 0:
-                    E[j, k] = A[i, 0, j] * A[p, 0, k] + A[i, 1, j] * A[p, 1, k] + A[i, 2, j] * A[p, 2, k]
-                Rc[j, k] = A[i, 0, j] * Am[0, k] + A[i, 1, j] * Am[1, k] + A[i, 2, j] * Am[2, k]
-        # joint motion subspace in child axes: [Rc Sv + c_pos x (Rc Sw); Rc Sw]
-        for k in range(jnv[i]):
+            V[_VP, j] = Vb[p, j] if p >= 0 else 0.0
+            V[_WP, j] = Vb[p, 3 + j] if p >= 0 else 0.0
+            V[_AP, j] = cb[p, j] if p >= 0 else 0.0
+            V[_ALP, j] = cb[p, 3 + j] if p >= 0 else 0.0
+        _cr(V, _WP, _VP, _AP, 1.0)
+        # parent marker: position s, rotation RM, elastic velocity sd, rotation rate wr and their
+        # velocity-product rates sb, wb (zero on rigid bodies and the ground)
+        if p >= 0 and nm[p] > 0:
+            marker_local(S, W, k, q, u)
             for j in range(3):
-                Sc[i, 3 + j, k] = Rc[j, 0] * Sw[0, k] + Rc[j, 1] * Sw[1, k] + Rc[j, 2] * Sw[2, k]
+                V[_S, j] = ms[j]
+                V[_SD, j] = msd[j]
+                V[_WR, j] = mwr[j]
+                V[_SB, j] = msb[j]
+                V[_WB, j] = mwb[j]
+                for l in range(3):
+                    RM[j, l] = mR[j, l]
+        else:
             for j in range(3):
-                j1 = (j + 1) % 3
-                j2 = (j + 2) % 3
-                Sc[i, j, k] = Rc[j, 0] * Sv[0, k] + Rc[j, 1] * Sv[1, k] + Rc[j, 2] * Sv[2, k] \
-                    + c_pos[i, j1] * Sc[i, 3 + j2, k] - c_pos[i, j2] * Sc[i, 3 + j1, k]
-        # body-axes velocity and velocity-product acceleration [A^T a - w x v; A^T al]
+                V[_S, j] = mk_s0[k, j]
+                V[_SD, j] = 0.0
+                V[_WR, j] = 0.0
+                V[_SB, j] = 0.0
+                V[_WB, j] = 0.0
+                for l in range(3):
+                    RM[j, l] = mk_R0[k, j, l]
+        # joint: pose, motion subspaces (parent-marker axes) and their rates
+        nvj = jnv[i]
+        j0 = ju[i]
         for j in range(3):
-            vb[j] = A[i, 0, j] * v[i, 0] + A[i, 1, j] * v[i, 1] + A[i, 2, j] * v[i, 2]
-            wb[j] = A[i, 0, j] * w[i, 0] + A[i, 1, j] * w[i, 1] + A[i, 2, j] * w[i, 2]
-            gb[j] = A[i, 0, j] * gravity[0] + A[i, 1, j] * gravity[1] + A[i, 2, j] * gravity[2]
-            cb[i, j] = A[i, 0, j] * a[i, 0] + A[i, 1, j] * a[i, 1] + A[i, 2, j] * a[i, 2]
-            cb[i, 3 + j] = A[i, 0, j] * al[i, 0] + A[i, 1, j] * al[i, 1] + A[i, 2, j] * al[i, 2]
+            for c in range(6):
+                Sv[j, c] = 0.0
+                Sw[j, c] = 0.0
+        joint_kinematics(jtype[i], axis1[i], axis2[i], q[jq[i]:jq[i] + jnq[i]], u[j0:j0 + nvj],
+                         pJ, RJ, Sv, Sw, cw, R1, R2, bj)
+        for j in range(3):
+            tv = 0.0
+            tw = 0.0
+            for c in range(nvj):
+                tv += Sv[j, c] * u[j0 + c]
+                tw += Sw[j, c] * u[j0 + c]
+            V[_TV, j] = tv
+            V[_TW, j] = tw
+            V[_PW, j] = RM[j, 0] * pJ[0] + RM[j, 1] * pJ[1] + RM[j, 2] * pJ[2]
+            V[_CW, j] = RM[j, 0] * cw[0] + RM[j, 1] * cw[1] + RM[j, 2] * cw[2]
+        _rot(RM, V, _TW, _WREL)
+        _rot(RM, V, _TV, _VREL)
+        # E = c_R RJ^T RM^T (parent axes -> child axes), Rc = c_R RJ^T (joint's parent-marker axes -> child)
+        for j in range(3):
+            for l in range(3):
+                Rc[j, l] = c_R[i, j, 0] * RJ[l, 0] + c_R[i, j, 1] * RJ[l, 1] + c_R[i, j, 2] * RJ[l, 2]
+        for j in range(3):
+            for l in range(3):
+                E[j, l] = Rc[j, 0] * RM[l, 0] + Rc[j, 1] * RM[l, 1] + Rc[j, 2] * RM[l, 2]
+        # parent marker, child marker, child origin (offset dp = -E^T c_pos)
+        _sum(V, _WP, _WR, _WM)
+        _sum(V, _VP, _SD, _VM)
+        _cr(V, _WP, _S, _VM, 1.0)
+        _sum(V, _AP, _SB, _AM)
+        _cr(V, _ALP, _S, _AM, 1.0)
+        for j in range(3):
+            V[_T1, j] = 0.0
+        _cr(V, _WP, _S, _T1, 1.0)
+        _cr(V, _WP, _T1, _AM, 1.0)
+        _cr(V, _WP, _SD, _AM, 2.0)
+        _sum(V, _ALP, _WB, _ALM)
+        _cr(V, _WP, _WR, _ALM, 1.0)
+        _sum(V, _WM, _WREL, _WI)
+        _sum(V, _VM, _VREL, _VC)
+        _cr(V, _WM, _PW, _VC, 1.0)
+        _sum(V, _ALM, _CW, _ALI)
+        _cr(V, _WM, _WREL, _ALI, 1.0)
+        for j in range(3):
+            V[_AC, j] = V[_AM, j]
+            V[_T1, j] = 0.0
+            V[_DP, j] = -(E[0, j] * c_pos[i, 0] + E[1, j] * c_pos[i, 1] + E[2, j] * c_pos[i, 2])
+        _cr(V, _ALM, _PW, _AC, 1.0)
+        _cr(V, _WM, _PW, _T1, 1.0)
+        _cr(V, _WM, _T1, _AC, 1.0)
+        _cr(V, _WM, _VREL, _AC, 2.0)
+        for j in range(3):
+            V[_VI, j] = V[_VC, j]
+            V[_AI, j] = V[_AC, j]
+            V[_T1, j] = 0.0
+        _cr(V, _WI, _DP, _VI, 1.0)
+        _cr(V, _ALI, _DP, _AI, 1.0)
+        _cr(V, _WI, _DP, _T1, 1.0)
+        _cr(V, _WI, _T1, _AI, 1.0)
+        # into child axes: velocity and velocity-product acceleration [E a - w x v; E al]
+        for j in range(3):
+            vb[j] = E[j, 0] * V[_VI, 0] + E[j, 1] * V[_VI, 1] + E[j, 2] * V[_VI, 2]
+            wb[j] = E[j, 0] * V[_WI, 0] + E[j, 1] * V[_WI, 1] + E[j, 2] * V[_WI, 2]
+            cb[i, j] = E[j, 0] * V[_AI, 0] + E[j, 1] * V[_AI, 1] + E[j, 2] * V[_AI, 2]
+            cb[i, 3 + j] = E[j, 0] * V[_ALI, 0] + E[j, 1] * V[_ALI, 1] + E[j, 2] * V[_ALI, 2]
+            Vb[i, j] = vb[j]
+            Vb[i, 3 + j] = wb[j]
         cb[i, 0] -= wb[1] * vb[2] - wb[2] * vb[1]
         cb[i, 1] -= wb[2] * vb[0] - wb[0] * vb[2]
         cb[i, 2] -= wb[0] * vb[1] - wb[1] * vb[0]
+        # world pose and motion (for loads on markers): A_i = A_p E^T, r_i = r_p + A_p (s + pw + dp)
+        for j in range(3):
+            V[_T1, j] = V[_S, j] + V[_PW, j] + V[_DP, j]
+        for j in range(3):
+            for l in range(3):
+                if p >= 0:
+                    A[i, j, l] = A[p, j, 0] * E[l, 0] + A[p, j, 1] * E[l, 1] + A[p, j, 2] * E[l, 2]
+                else:
+                    A[i, j, l] = E[l, j]
+        for j in range(3):
+            if p >= 0:
+                r[i, j] = r[p, j] + A[p, j, 0] * V[_T1, 0] + A[p, j, 1] * V[_T1, 1] + A[p, j, 2] * V[_T1, 2]
+                a[i, j] = A[p, j, 0] * V[_AI, 0] + A[p, j, 1] * V[_AI, 1] + A[p, j, 2] * V[_AI, 2]
+                al[i, j] = A[p, j, 0] * V[_ALI, 0] + A[p, j, 1] * V[_ALI, 1] + A[p, j, 2] * V[_ALI, 2]
+            else:
+                r[i, j] = V[_T1, j]
+                a[i, j] = V[_AI, j]
+                al[i, j] = V[_ALI, j]
+            v[i, j] = A[i, j, 0] * vb[0] + A[i, j, 1] * vb[1] + A[i, j, 2] * vb[2]
+            w[i, j] = A[i, j, 0] * wb[0] + A[i, j, 1] * wb[1] + A[i, j, 2] * wb[2]
+        # joint motion subspace in child axes: [Rc Sv + c_pos x (Rc Sw); Rc Sw]
+        for kk in range(nvj):
+            for j in range(3):
+                Sc[i, 3 + j, kk] = Rc[j, 0] * Sw[0, kk] + Rc[j, 1] * Sw[1, kk] + Rc[j, 2] * Sw[2, kk]
+            for j in range(3):
+                j1 = (j + 1) % 3
+                j2 = (j + 2) % 3
+                Sc[i, j, kk] = Rc[j, 0] * Sv[0, kk] + Rc[j, 1] * Sv[1, kk] + Rc[j, 2] * Sv[2, kk] \
+                    + c_pos[i, j1] * Sc[i, 3 + j2, kk] - c_pos[i, j2] * Sc[i, 3 + j1, kk]
         for j in range(nmax):
             eta[j] = q[eq[i] + j] if j < n else 0.0
             etad[j] = u[ev[i] + j] if j < n else 0.0
+        for j in range(3):
+            gb[j] = A[i, 0, j] * gravity[0] + A[i, 1, j] * gravity[1] + A[i, 2, j] * gravity[2]
         if p >= 0:
-            _parent_map(i, p, P, E, A, r, s, Ds, T, mk_Psi, pmark[i], nm[p])
+            _parent_map(i, P, E, V, Ds, T, mk_Psi, k, nm[p])
             for j in range(6):
                 acc = cb[i, j]
-                for k in range(6):
-                    acc -= P[i, j, k] * cb[p, k]
+                for kk in range(6):
+                    acc -= P[i, j, kk] * cb[p, kk]
                 cc[i, j] = acc
         else:
             for j in range(6):
                 cc[i, j] = cb[i, j]
         # prescribed joint accelerations are known: their part of H ydd joins c
-        for k in range(jnv[i]):
-            c = ju[i] + k
+        for kk in range(nvj):
+            c = j0 + kk
             if drive[c] == MOTION:
                 for j in range(6):
-                    cc[i, j] += Sc[i, j, k] * udot[c]
+                    cc[i, j] += Sc[i, j, kk] * udot[c]
         body_terms(S, W, i, eta, etad, vb, wb, gb, Mb, hb, Fb)
         for j in range(m):
-            for k in range(m):
-                IA[i, j, k] = Mb[j, k]
+            for kk in range(m):
+                IA[i, j, kk] = Mb[j, kk]
             pA[i, j] = hb[j] - Fb[j]
         for j in range(n):
             acc = 0.0
-            for k in range(n):
-                acc += Ke[i, j, k] * eta[k] + De[i, j, k] * etad[k]
+            for kk in range(n):
+                acc += Ke[i, j, kk] * eta[kk] + De[i, j, kk] * etad[kk]
             pA[i, 6 + j] += acc
 
 
 @njit(**JIT)
-def _parent_map(i, p, P, E, A, r, s, Ds, T, Psi, k, n_p):
+def _parent_map(i, P, E, V, Ds, T, Psi, k, n_p):
     """P[i] (6 x (6 + n_p)): child frame velocity from the parent's extended velocity. With
-    rp = A_p^T (r_i - r_p) and rq = rp - s (s: parent marker position, parent axes):
+    rp = s + pw + dp (parent origin to child origin, parent axes) and rq = rp - s:
     v_i = E (v_p + w_p x rp + sum_j (Ds_j + TPsi_j x rq) etad_j), w_i = E (w_p + sum_j TPsi_j etad_j),
-    TPsi_j = T Psi_j the marker's rotation mode (s, Ds, T from kinematics.marker_local)."""
-    d0 = r[i, 0] - r[p, 0]
-    d1 = r[i, 1] - r[p, 1]
-    d2 = r[i, 2] - r[p, 2]
-    rp0 = A[p, 0, 0] * d0 + A[p, 1, 0] * d1 + A[p, 2, 0] * d2
-    rp1 = A[p, 0, 1] * d0 + A[p, 1, 1] * d1 + A[p, 2, 1] * d2
-    rp2 = A[p, 0, 2] * d0 + A[p, 1, 2] * d1 + A[p, 2, 2] * d2
+    TPsi_j = T Psi_j the marker's rotation mode (Ds, T from kinematics.marker_local)."""
+    rq0 = V[_PW, 0] + V[_DP, 0]
+    rq1 = V[_PW, 1] + V[_DP, 1]
+    rq2 = V[_PW, 2] + V[_DP, 2]
+    rp0 = rq0 + V[_S, 0]
+    rp1 = rq1 + V[_S, 1]
+    rp2 = rq2 + V[_S, 2]
     for j in range(3):
         e0, e1, e2 = E[j, 0], E[j, 1], E[j, 2]
         for k_ in range(3):
@@ -147,9 +291,6 @@ def _parent_map(i, p, P, E, A, r, s, Ds, T, Psi, k, n_p):
         P[i, j, 3] = -e1 * rp2 + e2 * rp1
         P[i, j, 4] = e0 * rp2 - e2 * rp0
         P[i, j, 5] = -e0 * rp1 + e1 * rp0
-    rq0 = rp0 - s[0]
-    rq1 = rp1 - s[1]
-    rq2 = rp2 - s[2]
     for jm in range(n_p):
         t0 = T[0, 0] * Psi[k, 0, jm] + T[0, 1] * Psi[k, 1, jm] + T[0, 2] * Psi[k, 2, jm]
         t1 = T[1, 0] * Psi[k, 0, jm] + T[1, 1] * Psi[k, 1, jm] + T[1, 2] * Psi[k, 2, jm]

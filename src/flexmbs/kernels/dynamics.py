@@ -1,5 +1,7 @@
 """System equations M(q) udot = Q(q, u, t, inputs) in minimal coordinates, and the ODE
-right-hand side (numba).
+right-hand side (numba). `accelerations` dispatches on S.recursive between the articulated-body
+recursion (kernels/articulated.py, trees) and the composite route below (everything, loops
+included); the two are independent formulations of the same equations.
 
 M = sum_b Jb^T Mb Jb and Q = sum_b Jb^T (Fb - hb - Mb cb) + joint, drive and load forces, with
 Jb the body-frame Jacobian of body b (w_b = Jb u) and cb = Jbdot u (Kane's equations).

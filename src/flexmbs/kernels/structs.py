@@ -13,6 +13,7 @@ from numba.experimental import structref
 from numba.experimental.structref import _Utils
 from numba.extending import intrinsic
 
+from .articulated import N_V3
 from .rotations import JIT
 
 SystemArrays = namedtuple("SystemArrays", [
@@ -53,6 +54,7 @@ Workspace = namedtuple("Workspace", [
     # articulated-body recursion (kernels/articulated.py); nbd = 6 + nmax, body axes throughout
     "ab_P",     # (nb, 6, nbd): child frame velocity [v; w] from the parent's extended velocity z_p
     "ab_S",     # (nb, 6, 6): joint motion subspace S_c in child axes (first jnv columns)
+    "ab_Vb",    # (nb, 6): body velocity [v; w] in body axes [m/s, rad/s]
     "ab_cb",    # (nb, 6): velocity-product acceleration of the body frame [m/s^2, rad/s^2]
     "ab_c",     # (nb, 6): c = Pdot z_p + Hdot y, plus the motion-driven columns of H times their qdd
     "ab_IA",    # (nb, nbd, nbd): articulated inertia of the subtree [kg, kg m, kg m^2]
@@ -74,6 +76,8 @@ Workspace = namedtuple("Workspace", [
     "ab_a6",    # (6,): P zdot_p + c of the body being processed [m/s^2, rad/s^2]
     "ab_E",     # (3, 3): rotation parent axes -> child axes
     "ab_Rc",    # (3, 3): rotation parent-marker axes -> child axes
+    "ab_RM",    # (3, 3): rotation parent-marker axes -> parent axes
+    "ab_V3",    # (N_V3, 3): 3-vectors of the kinematics pass, rows named in articulated.py (parent axes)
     "ab_eta",   # (nmax,): modal coordinates of the body being processed, zero-padded
     "ab_etad",  # (nmax,): its modal rates, zero-padded
     "ab_vb",    # (3,): origin velocity in body axes [m/s]
@@ -109,12 +113,12 @@ def make_workspace(S) -> tuple:
         c_g=z(nc), c_G=z((nc, nv)), c_G0=z((nc, nv)), c_gam=z(nc), c_X=z((nc, nv)), c_S=z((nc, nc)),
         c_LS=z((nc, nc)), c_lam=z(nc), c_r=z(nc), c_dir=z((nc, 3)), c_a2=z(3), c_al2=z(3), c_e=z(3), c_f=z(3),
         c_t=z(3),
-        ab_P=z((nb, 6, nbd)), ab_S=z((nb, 6, 6)), ab_cb=z((nb, 6)), ab_c=z((nb, 6)),
+        ab_P=z((nb, 6, nbd)), ab_S=z((nb, 6, 6)), ab_Vb=z((nb, 6)), ab_cb=z((nb, 6)), ab_c=z((nb, 6)),
         ab_IA=z((nb, nbd, nbd)), ab_pA=z((nb, nbd)), ab_U=z((nb, nbd, nbd)), ab_K=z((nb, nbd, 6)),
         ab_Du=z((nb, nbd)), ab_zd=z((nb, nbd)), ab_col=np.zeros((nb, nbd), np.int64),
         ab_nf=np.zeros(nb, np.int64), ab_nj=np.zeros(nb, np.int64), ab_tau=z(nv),
         ab_D=z((nbd, nbd)), ab_L=z((nbd, nbd)), ab_x=z(nbd), ab_Ia=z((6, 6)), ab_T=z((6, nbd)),
-        ab_fa=z(6), ab_a6=z(6), ab_E=z((3, 3)), ab_Rc=z((3, 3)), ab_eta=z(nmax), ab_etad=z(nmax),
+        ab_fa=z(6), ab_a6=z(6), ab_E=z((3, 3)), ab_Rc=z((3, 3)), ab_RM=z((3, 3)), ab_V3=z((N_V3, 3)), ab_eta=z(nmax), ab_etad=z(nmax),
         ab_vb=z(3), ab_wb=z(3),
     )
 
