@@ -449,11 +449,14 @@ def _inertia_pass(S, W):
             for k in range(6):
                 acc += P[b, k, i] * fa[k]
             pA[p, i] += acc
-            for j in range(mp):
+            # P^T Ia P is symmetric: one triangle, mirrored
+            for j in range(i, mp):
                 acc = 0.0
                 for k in range(6):
                     acc += P[b, k, i] * Tp[k, j]
                 IA[p, i, j] += acc
+                if j != i:
+                    IA[p, j, i] += acc
     return True
 
 

@@ -25,21 +25,23 @@ def drive_profile(S, c, inputs, t):
 def apply_prescribed(S, t, q, u, inputs, udot):
     """Overwrite the motion-driven coordinates and their rates with their profile values at
     time t, and put the profile accelerations into udot."""
+    drive, uq = S.drive, S.uq
     for c in range(S.nv):
-        if S.drive[c] == MOTION:
-            q[S.uq[c]], u[c], udot[c] = drive_profile(S, c, inputs, t)
+        if drive[c] == MOTION:
+            q[uq[c]], u[c], udot[c] = drive_profile(S, c, inputs, t)
 
 
 @njit(**JIT)
 def joint_torques(S, t, q, u, inputs, Q):
     """Q[c] += joint spring/damper, torque input and PD servo force of each joint coordinate c
     [N m or N] (coordinates without a scalar position, i.e. quaternion rates, get none)."""
+    uq, k_spring, c_spring, q_preload, drive = S.uq, S.k_spring, S.c_spring, S.q_preload, S.drive
     for c in range(S.nv):
-        qc = S.uq[c]
+        qc = uq[c]
         if qc < 0:
             continue
-        Q[c] -= S.k_spring[c] * (q[qc] - S.q_preload[c]) + S.c_spring[c] * u[c]
-        d = S.drive[c]
+        Q[c] -= k_spring[c] * (q[qc] - q_preload[c]) + c_spring[c] * u[c]
+        d = drive[c]
         if d == TORQUE:
             Q[c] += inputs[S.drive_in[c]]
         elif d == SERVO:
