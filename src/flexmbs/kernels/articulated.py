@@ -89,7 +89,7 @@ def _kinematics_pass(S, W, q, u, udot):
 
     The child's motion is composed in the parent's axes from the parent's (v, w, a, al), the
     parent marker's elastic motion (kinematics.marker_local) and the joint's (joints.py), with
-    the same terms as kinematics.body_motion (which the composite route uses in world axes)."""
+    the same terms as kinematics.forward (which the composite route uses in world axes)."""
     parent, nm, eq, ev, ju, jnv, jq, jnq, drive = S.parent, S.nm, S.eq, S.ev, S.ju, S.jnv, S.jq, S.jnq, S.drive
     mk_Psi, mk_s0, mk_R0, pmark, c_pos, c_R = S.mk_Psi, S.mk_s0, S.mk_R0, S.pmark, S.c_pos, S.c_R
     jtype, axis1, axis2, gravity, Ke, De = S.jtype, S.axis1, S.axis2, S.gravity, S.Ke, S.De

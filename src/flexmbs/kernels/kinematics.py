@@ -167,76 +167,64 @@ def sub_skew_times(d, Jw, Jv_in, Jv_out):
 @njit(**JIT)
 def forward(S, W, q, u):
     """Fill W.r, W.A, W.v, W.w, W.a, W.al, W.Jv, W.Jw for every body, root to leaves."""
-    for i in range(S.nb):
-        body_motion(S, W, i, q, u, True)
-
-
-@njit(**JIT)
-def body_motion(S, W, i, q, u, with_jac):
-    """Fill W.r[i], W.A[i], W.v[i], W.w[i], W.a[i], W.al[i] (and W.Jv[i], W.Jw[i] when with_jac)
-    of body i from its parent's (already filled). Leaves in W.k_*: the parent marker's world
-    pose/motion (k_r, k_A, ...), the joint's (p_J, R_J) in k_p, k_R and its motion subspaces
-    Sv, Sw (parent-marker axes) in the first jnv columns of k_Sv, k_Sw; in W.m_*: the parent
-    marker's local data (kinematics.marker_local)."""
     rm, Am, vm, wm, am, alm = W.k_r, W.k_A, W.k_v, W.k_w, W.k_a, W.k_al
     Jvm, Jwm = W.k_Jv, W.k_Jw
     pJ, RJ, cw, t1 = W.k_p, W.k_R, W.k_cw, W.m_t1
     pw, wrel, vrel, d, tmp3 = W.k_pw, W.k_wrel, W.k_vrel, W.k_d, W.k_t3
-    marker_world(S, W, S.pmark[i], q, u, rm, Am, vm, wm, Jvm, Jwm, am, alm, with_jac)
-    nvj = S.jnv[i]
-    j0 = S.ju[i]
-    Sv = W.k_Sv[:, :nvj]
-    Sw = W.k_Sw[:, :nvj]
-    fill2(Sv, 0.0)
-    fill2(Sw, 0.0)
-    uj = u[j0:j0 + nvj]
-    joint_kinematics(S.jtype[i], S.axis1[i], S.axis2[i], q[S.jq[i]:S.jq[i] + S.jnq[i]],
-                     uj, pJ, RJ, Sv, Sw, cw, W.k_R1, W.k_R2, W.k_b)
-    mv(Am, pJ, pw)
-    mv(Sw, uj, tmp3)
-    mv(Am, tmp3, wrel)
-    mv(Sv, uj, tmp3)
-    mv(Am, tmp3, vrel)
-    # child marker frame C, then body origin offset d = -A_i r_BC
-    Ai = W.A[i]
-    mm(Am, RJ, W.k_R1)
-    for r_ in range(3):
-        for c_ in range(3):
-            Ai[r_, c_] = W.k_R1[r_, 0] * S.c_R[i, c_, 0] + W.k_R1[r_, 1] * S.c_R[i, c_, 1] \
-                + W.k_R1[r_, 2] * S.c_R[i, c_, 2]
-    mv(Ai, S.c_pos[i], d)
-    for k in range(3):
-        d[k] = -d[k]
-    wi = W.w[i]
-    ai = W.a[i]
-    ali = W.al[i]
-    vi = W.v[i]
-    mv(Am, cw, tmp3)
-    for k in range(3):
-        wi[k] = wm[k] + wrel[k]
-        vi[k] = vm[k] + vrel[k]
-        ali[k] = alm[k] + tmp3[k]
-        ai[k] = am[k]
-        W.r[i, k] = rm[k] + pw[k] + d[k]
-    cross_add(wm, pw, vi, 1.0)
-    cross_add(wm, wrel, ali, 1.0)
-    cross_add(alm, pw, ai, 1.0)
-    cross(wm, pw, t1)
-    cross_add(wm, t1, ai, 1.0)
-    cross_add(wm, vrel, ai, 2.0)
-    # origin of the body: offset d from the child marker
-    cross_add(wi, d, vi, 1.0)
-    cross_add(ali, d, ai, 1.0)
-    cross(wi, d, t1)
-    cross_add(wi, t1, ai, 1.0)
-    if not with_jac:
-        return
-    # Jacobians: marker -> child marker -> body origin
-    Jw = W.Jw[i]
-    copy2(Jwm, Jw)
-    sub_skew_times(pw, Jwm, Jvm, Jvm)
-    for r_ in range(3):
-        for c in range(nvj):
-            Jw[r_, j0 + c] += Am[r_, 0] * Sw[0, c] + Am[r_, 1] * Sw[1, c] + Am[r_, 2] * Sw[2, c]
-            Jvm[r_, j0 + c] += Am[r_, 0] * Sv[0, c] + Am[r_, 1] * Sv[1, c] + Am[r_, 2] * Sv[2, c]
-    sub_skew_times(d, Jw, Jvm, W.Jv[i])
+    for i in range(S.nb):
+        marker_world(S, W, S.pmark[i], q, u, rm, Am, vm, wm, Jvm, Jwm, am, alm, True)
+        nvj = S.jnv[i]
+        j0 = S.ju[i]
+        Sv = W.k_Sv[:, :nvj]
+        Sw = W.k_Sw[:, :nvj]
+        fill2(Sv, 0.0)
+        fill2(Sw, 0.0)
+        uj = u[j0:j0 + nvj]
+        joint_kinematics(S.jtype[i], S.axis1[i], S.axis2[i], q[S.jq[i]:S.jq[i] + S.jnq[i]],
+                         uj, pJ, RJ, Sv, Sw, cw, W.k_R1, W.k_R2, W.k_b)
+        mv(Am, pJ, pw)
+        mv(Sw, uj, tmp3)
+        mv(Am, tmp3, wrel)
+        mv(Sv, uj, tmp3)
+        mv(Am, tmp3, vrel)
+        # child marker frame C, then body origin offset d = -A_i r_BC
+        Ai = W.A[i]
+        mm(Am, RJ, W.k_R1)
+        for r_ in range(3):
+            for c_ in range(3):
+                Ai[r_, c_] = W.k_R1[r_, 0] * S.c_R[i, c_, 0] + W.k_R1[r_, 1] * S.c_R[i, c_, 1] \
+                    + W.k_R1[r_, 2] * S.c_R[i, c_, 2]
+        mv(Ai, S.c_pos[i], d)
+        for k in range(3):
+            d[k] = -d[k]
+        wi = W.w[i]
+        ai = W.a[i]
+        ali = W.al[i]
+        vi = W.v[i]
+        mv(Am, cw, tmp3)
+        for k in range(3):
+            wi[k] = wm[k] + wrel[k]
+            vi[k] = vm[k] + vrel[k]
+            ali[k] = alm[k] + tmp3[k]
+            ai[k] = am[k]
+            W.r[i, k] = rm[k] + pw[k] + d[k]
+        cross_add(wm, pw, vi, 1.0)
+        cross_add(wm, wrel, ali, 1.0)
+        cross_add(alm, pw, ai, 1.0)
+        cross(wm, pw, t1)
+        cross_add(wm, t1, ai, 1.0)
+        cross_add(wm, vrel, ai, 2.0)
+        # origin of the body: offset d from the child marker
+        cross_add(wi, d, vi, 1.0)
+        cross_add(ali, d, ai, 1.0)
+        cross(wi, d, t1)
+        cross_add(wi, t1, ai, 1.0)
+        # Jacobians: marker -> child marker -> body origin
+        Jw = W.Jw[i]
+        copy2(Jwm, Jw)
+        sub_skew_times(pw, Jwm, Jvm, Jvm)
+        for r_ in range(3):
+            for c in range(nvj):
+                Jw[r_, j0 + c] += Am[r_, 0] * Sw[0, c] + Am[r_, 1] * Sw[1, c] + Am[r_, 2] * Sw[2, c]
+                Jvm[r_, j0 + c] += Am[r_, 0] * Sv[0, c] + Am[r_, 1] * Sv[1, c] + Am[r_, 2] * Sv[2, c]
+        sub_skew_times(d, Jw, Jvm, W.Jv[i])
