@@ -352,7 +352,7 @@ def test_an_unwritable_cache_folder_falls_back_to_a_temporary_one(tmp_path, capl
 def test_libcosim_runs_the_ssp_package_with_the_step_it_carries(fmu_dir, tmp_path) -> None:
     """libcosim, given no step, reads the communication step from the package (without one it
     crashes): run in a new process, it reaches the end in steps of exactly that size."""
-    from flexmbs_fmu.servo import crank_rocker_motor
+    from designs import crank_rocker_motor
     from flexmbs_fmu.ssp import write_ssp
 
     asm = crank_rocker_motor(fmu_dir, stop_time=0.02, step_size=2e-3)

@@ -204,6 +204,14 @@ def _report_corrections(system: System, q_given: np.ndarray, u_given: np.ndarray
                           AssemblyWarning, stacklevel=3)
 
 
+def uses_recursion(dynamics: str, arrays: SystemArrays) -> bool:
+    """Whether forward dynamics runs the articulated-body recursion: for solver.dynamics
+    'auto' or 'recursive', on trees (no cut joints) without massive elastic rods, which couple
+    bodies outside the tree; otherwise (and for 'composite') the composite mass matrix."""
+    applies = arrays.cr_a.size == 0 and not np.any(arrays.sd_m > 0.0)
+    return dynamics != "composite" and applies
+
+
 def _tree_order(model: Model) -> list[int]:
     """Joint indices ordered so that every parent body precedes its children."""
     by_parent: dict[str, list[int]] = {}
@@ -454,7 +462,9 @@ def compile_model(model: Model) -> System:
         sd_m=np.array([rods[id(ld)][1].rho * rods[id(ld)][0] * ld.length if id(ld) in rods else 0.0
                        for ld in sds], float),
         **cut_rows(model.loops.cuts, markers),
+        recursive=0,
     )
+    arrays = arrays._replace(recursive=int(uses_recursion(model.solver.dynamics, arrays)))
 
     q0 = np.zeros(nq)
     u0 = np.zeros(nv)

@@ -2,7 +2,10 @@
 
     M(q) udot = Q(q, u, t, inputs)
 
-evaluated in named stages, as MuJoCo's engine_forward does:
+`accelerations` dispatches on S.recursive between two independent formulations of these
+equations: the articulated-body recursion (kernels/articulated.py: trees, O(n)) and the
+composite route below (everything, closed loops and massive rods included), evaluated in
+named stages, as MuJoCo's engine_forward does:
 
 1. drives      apply_prescribed: motion-driven coordinates take their profile values (exact
                derivatives), their accelerations are known             (kernels/drives.py)
@@ -12,13 +15,14 @@ evaluated in named stages, as MuJoCo's engine_forward does:
                                                                        (kernels/inertia.py)
 4. forces      joint_forces + load_forces: springs, dampers, torque inputs, servos, point
                forces, spring-dampers                                  (drives.py, loads.py)
-5. solve       accelerations: prescribed rows moved to the right-hand side, Cholesky, loop
+5. solve       composite_accelerations: prescribed rows moved to the right-hand side, Cholesky, loop
                multipliers G^T lambda of cut joints                    (here, kernels/constraints.py)
 """
 
 import numpy as np
 from numba import njit
 
+from .articulated import articulated_accelerations
 from .constraints import constrained_solve, constraint_rows
 from .drives import MOTION, apply_prescribed, joint_forces
 from .inertia import inertia
@@ -39,8 +43,17 @@ def assemble(S, W, t, q, u, inputs):
 
 @njit(**JIT)
 def accelerations(S, W, t, q, u, inputs, udot):
-    """Solve for udot at (t, q, u) (prescribed values applied in place). Returns False if the
-    mass matrix is not positive definite. W.tau_drive gets the motion drives' torques."""
+    """Solve for udot at (t, q, u) (prescribed values applied in place) by the route compiled
+    into S.recursive. Returns False if the mass matrix (a pivot block) is not positive
+    definite. W.tau_drive gets the motion drives' torques."""
+    if S.recursive == 1:
+        return articulated_accelerations(S, W, t, q, u, inputs, udot)
+    return composite_accelerations(S, W, t, q, u, inputs, udot)
+
+
+@njit(**JIT)
+def composite_accelerations(S, W, t, q, u, inputs, udot):
+    """Stages 1-5 of the composite route; same contract as `accelerations`."""
     apply_prescribed(S, t, q, u, inputs, udot)
     assemble(S, W, t, q, u, inputs)
     M = W.M

@@ -96,7 +96,13 @@ def fill1(dst, value):
 @njit(**JIT)
 def chol_factor(M, L):
     """Cholesky factor L of a symmetric positive definite M (False if it is not)."""
-    n = M.shape[0]
+    return chol_factor_n(M, L, M.shape[0])
+
+
+@njit(**JIT)
+def chol_factor_n(M, L, n):
+    """Cholesky factor L[:n, :n] of the leading n x n block of a symmetric M (False if that
+    block is not positive definite); scratch arrays larger than n stay untouched beyond it."""
     for j in range(n):
         s = M[j, j]
         for k in range(j):
@@ -115,7 +121,12 @@ def chol_factor(M, L):
 @njit(**JIT)
 def chol_solve(L, b):
     """Solve (L L^T) x = b in place (b <- x)."""
-    n = L.shape[0]
+    chol_solve_n(L, b, L.shape[0])
+
+
+@njit(**JIT)
+def chol_solve_n(L, b, n):
+    """Solve (L L^T) x = b[:n] in place with the leading n x n factor of L."""
     for i in range(n):
         s = b[i]
         for k in range(i):

@@ -13,6 +13,7 @@ from numba.experimental import structref
 from numba.experimental.structref import _Utils
 from numba.extending import intrinsic
 
+from .articulated import N_V3
 from .rotations import JIT
 
 # Sizes: nb bodies (tree order, every parent before its children), nq / nv position / velocity
@@ -99,6 +100,8 @@ SYSTEM_FIELDS: tuple[tuple[str, str], ...] = (
     ("cr_j", "(nc,) column j of E on side b (alignment rows)"),
     ("cr_E", "(nc, 3, 3) joint frame E = [e1 e2 e3] in both marker frames (e3: the cut joint's axis)"),
     ("cr_on", "(nc,) 1 if the row is kept, 0 if dropped as redundant"),
+    # forward-dynamics route (system.uses_recursion)
+    ("recursive", "1: articulated-body recursion (kernels/articulated.py), 0: composite mass matrix"),
 )
 SystemArrays = namedtuple("SystemArrays", [name for name, _ in SYSTEM_FIELDS])
 SystemArrays.__doc__ = "The compiled System as flat arrays (fields: SYSTEM_FIELDS)."
@@ -132,8 +135,26 @@ def _workspace_fields(S) -> dict:
     scratch by kernel:
       k_*  kinematics.forward        m_*  kinematics.marker_local / marker_world
       b_*  body.body_terms           i_*  inertia.inertia (per-body Jacobian i_J, z, c, M, h, F)
-      l_*  loads.load_forces         s_*  dynamics.accelerations (solve)
+      l_*  loads.load_forces         s_*  dynamics.composite_accelerations (solve)
       c_*  constraints               e_*  energy.energies        o_*  outputs.sample
+      ab_* articulated (the recursion; nbd = 6 + nmax, body axes throughout):
+        ab_P (nb, 6, nbd) child frame velocity [v; w] from the parent's extended velocity z_p;
+        ab_S (nb, 6, 6) joint motion subspace in child axes (first jnv columns);
+        ab_Vb, ab_cb (nb, 6) body velocity [m/s, rad/s] and velocity-product acceleration
+        [m/s^2, rad/s^2]; ab_c (nb, 6) Pdot z_p + Hdot y plus the prescribed columns' H qdd;
+        ab_IA (nb, nbd, nbd) articulated inertia [kg, kg m, kg m^2]; ab_pA (nb, nbd) articulated
+        bias force [N, N m, modal]; ab_U (nb, nbd, nbd) IA H over the free columns of H;
+        ab_K (nb, nbd, 6) D^-1 U^T (frame columns); ab_Du (nb, nbd) D^-1 u; ab_zd (nb, nbd)
+        extended accelerations; ab_col (nb, nbd) velocity coordinate of each free column,
+        ab_nf / ab_nj (nb,) number of free / joint columns; ab_tau (nv) joint forces [N m or N];
+        per body processed: ab_D, ab_L (nbd, nbd) pivot block and its factor, ab_x (nbd),
+        ab_Ia (6, 6) IA - U D^-1 U^T, ab_T (6, nbd) ab_Ia P, ab_fa, ab_a6 (6), rotations
+        ab_E (parent -> child axes), ab_Rc (parent marker -> child), ab_RM (parent marker ->
+        parent), ab_V3 (N_V3, 3) named 3-vectors, ab_eta, ab_etad (nmax) zero-padded modal
+        state, ab_vb, ab_wb (3), body terms ab_Mb (nbd, nbd), ab_hb, ab_Fb (nbd), ab_g (3)
+        gravity in body axes; joint kinematics scratch ab_p, ab_R, ab_Sv, ab_Sw, ab_cw, ab_R1,
+        ab_R2, ab_bj; load scratch: marker frames abl_*a, abl_*b, force ab_F [N], torque
+        ab_Tq [N m], ab_t (3).
       xq, xu: dynamics.rhs's copies of q and u (prescribed values are written into them).
     """
     nb, nv = S.nb, S.nv
@@ -165,6 +186,16 @@ def _workspace_fields(S) -> dict:
         e_s=z(3), e_t=z(3), e_ra=z(3), e_rb=z(3), e_A=z((3, 3)), e_v=z(3), e_w=z(3), e_Jv=z((3, nv)),
         e_Jw=z((3, nv)), e_a=z(3), e_al=z(3),
         **_marker_frame("o_", nv),
+        ab_P=z((nb, 6, nbd)), ab_S=z((nb, 6, 6)), ab_Vb=z((nb, 6)), ab_cb=z((nb, 6)), ab_c=z((nb, 6)),
+        ab_IA=z((nb, nbd, nbd)), ab_pA=z((nb, nbd)), ab_U=z((nb, nbd, nbd)), ab_K=z((nb, nbd, 6)),
+        ab_Du=z((nb, nbd)), ab_zd=z((nb, nbd)), ab_col=np.zeros((nb, nbd), np.int64),
+        ab_nf=np.zeros(nb, np.int64), ab_nj=np.zeros(nb, np.int64), ab_tau=z(nv),
+        ab_D=z((nbd, nbd)), ab_L=z((nbd, nbd)), ab_x=z(nbd), ab_Ia=z((6, 6)), ab_T=z((6, nbd)),
+        ab_fa=z(6), ab_a6=z(6), ab_E=z((3, 3)), ab_Rc=z((3, 3)), ab_RM=z((3, 3)), ab_V3=z((N_V3, 3)),
+        ab_eta=z(nmax), ab_etad=z(nmax), ab_vb=z(3), ab_wb=z(3),
+        ab_Mb=z((nbd, nbd)), ab_hb=z(nbd), ab_Fb=z(nbd), ab_g=z(3),
+        ab_p=z(3), ab_R=z((3, 3)), ab_Sv=z((3, 6)), ab_Sw=z((3, 6)), ab_cw=z(3), ab_R1=z((3, 3)),
+        ab_R2=z((3, 3)), ab_bj=z(3), ab_F=z(3), ab_Tq=z(3), ab_t=z(3), **_marker_frame("abl_", nv, "ab"),
     )
 
 
@@ -219,7 +250,7 @@ def _prototype_system() -> tuple:
         prof_par=f((0, 6)), prof_t=f((0, 1)), prof_c=f((0, 1, 4)), prof_n=i(0), pf_marker=i(0),
         pf_force=f((0, 3)), pf_torque=f((0, 3)), pf_frame=i(0), pf_input=i(0), sd_a=i(0), sd_b=i(0),
         sd_k=f(0), sd_c=f(0), sd_l0=f(0), sd_m=f(0), cr_a=i(0), cr_b=i(0), cr_kind=i(0), cr_i=i(0), cr_j=i(0),
-        cr_E=f((0, 3, 3)), cr_on=i(0))
+        cr_E=f((0, 3, 3)), cr_on=i(0), recursive=0)
     return SystemArrays(**dims)
 
 

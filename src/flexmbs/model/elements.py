@@ -279,7 +279,11 @@ class Solver:
     L-stable TR-BDF2 with Newton, for stiff flexible models). max_step [s] bounds the internal
     step of the adaptive methods; output_step [s] is the sampling of results. formulation: joint
     (minimal coordinates, the default, also in FMUs) or natural (rigid mechanisms only: points
-    and unit vectors with a constant mass matrix, flexmbs.natural; a cross-check in simulate)."""
+    and unit vectors with a constant mass matrix, flexmbs.natural; a cross-check in simulate).
+    dynamics: how joint-coordinate forward dynamics is solved: recursive (articulated-body
+    algorithm, O(bodies)), composite (dense mass matrix and Cholesky), or auto (recursive on
+    trees without massive elastic rods, composite otherwise); recursive falls back to composite
+    where it does not apply."""
 
     method: Literal["rk4", "dopri5", "implicit"] = "dopri5"
     step: float = 1e-3
@@ -288,6 +292,7 @@ class Solver:
     max_step: float = 1e-2
     output_step: float = 1e-2
     formulation: Literal["joint", "natural"] = "joint"
+    dynamics: Literal["auto", "recursive", "composite"] = "auto"
 
 
 @dataclass

@@ -665,6 +665,7 @@ class _Checker:
     def solver(self, loc: Loc, s: Solver) -> None:
         self.choice(loc + ("method",), s.method, _choices(Solver, "method"))
         self.choice(loc + ("formulation",), s.formulation, _choices(Solver, "formulation"))
+        self.choice(loc + ("dynamics",), s.dynamics, _choices(Solver, "dynamics"))
         self.numbers(loc, s, ("step", "rtol", "max_step", "output_step"), "positive")
         if s.atol is not None:
             self.number(loc + ("atol",), s.atol, "positive")

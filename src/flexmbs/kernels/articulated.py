@@ -1,0 +1,511 @@
+"""Recursive O(n) forward dynamics of trees of rigid and floating-frame flexible bodies (numba):
+an articulated-body algorithm (R. Featherstone, Rigid Body Dynamics Algorithms, Springer 2008,
+ch. 7) over extended body velocities, in the spirit of the recursive flexible-manipulator
+formulation of Hwang 2005 (docs/references.md).
+
+Per body b: extended velocity z_b = [v_b; w_b; etad_b] (6 + n_b): origin velocity [m/s] and
+angular velocity [rad/s] in body axes, modal rates. The tree relation is
+z_c = P_c z_p + H_c y_c with y_c = [joint rates of c; etad_c]: P_c (6 x (6 + n_p), the child's
+modal rows of P are zero) carries the parent's frame motion to the child's origin through the
+parent marker, whose elastic displacement Ds etad_p and rotation T Psi etad_p move the joint;
+H_c = blockdiag(S_c, I), S_c the joint motion subspace in child axes. The velocity-product
+part of the child's acceleration, c_c = Pdot z_p + Hdot y_c, is cb_c - P_c cb_p where cb is the
+body's own velocity-product acceleration (in body axes).
+
+Three passes: (1) root -> leaves: kinematics, P, S, c, body inertia Mb, velocity-product and
+gravity forces, elastic forces and loads, giving each body's inertia IA = Mb and bias force
+pA = hb - Fb + K eta + D etad - loads; (2) leaves -> root: with U = IA H, D = H^T U + rotor
+inertia, u = tau - H^T pA, the parent gets IA_p += P^T (IA - U D^-1 U^T) P and
+pA_p += P^T (pA + IA^a c + U D^-1 u); (3) root -> leaves: ydd = D^-1 (u - U^T (P zdot_p + c)),
+zdot = P zdot_p + c + H ydd. Motion-driven coordinates are moved to the known side (their
+H column times the profile acceleration joins c) and their drive torque is read from the
+subtree's force f = IA zdot + pA.
+
+Scope: trees. Loop-closing cut joints and elastic rods with mass couple bodies outside the
+tree; models with them use the composite route (system.compile_model selects it).
+"""
+
+from numba import njit
+
+from .body import body_terms
+from .drives import MOTION, apply_prescribed, joint_forces
+from .joints import joint_kinematics
+from .kinematics import marker_local, marker_world
+from .loads import point_load, spring_damper_force
+from .linalg import chol_factor_n, chol_solve_n, fill1
+from .rotations import JIT
+
+
+@njit(**JIT)
+def articulated_accelerations(S, W, t, q, u, inputs, udot):
+    """Solve for udot at (t, q, u) by the articulated-body recursion (prescribed values applied
+    in place); W.tau_drive gets the motion drives' torques. Returns False when a joint's pivot
+    block D is not positive definite. Trees only (no cut joints, no massive rods)."""
+    apply_prescribed(S, t, q, u, inputs, udot)
+    tau = W.ab_tau
+    fill1(tau, 0.0)
+    joint_forces(S, t, q, u, inputs, tau)
+    _kinematics_pass(S, W, q, u, udot)
+    _loads(S, W, q, u, inputs)
+    if not _inertia_pass(S, W):
+        return False
+    _acceleration_pass(S, W, udot)
+    return True
+
+
+# rows of the 3-vector scratch ab_V3 used by the kinematics pass (all in the parent's axes)
+(_VP, _WP, _AP, _ALP, _S, _SD, _WR, _SB, _WB, _PW, _TV, _TW, _WREL, _VREL, _CW, _WM, _VM, _AM, _ALM,
+ _WI, _VC, _ALI, _AC, _DP, _VI, _AI, _T1) = range(27)
+N_V3 = 27
+
+
+@njit(**JIT)
+def _cr(V, x, y, o, alpha):
+    """V[o] += alpha V[x] x V[y] (rows of the 3-vector scratch)."""
+    V[o, 0] += alpha * (V[x, 1] * V[y, 2] - V[x, 2] * V[y, 1])
+    V[o, 1] += alpha * (V[x, 2] * V[y, 0] - V[x, 0] * V[y, 2])
+    V[o, 2] += alpha * (V[x, 0] * V[y, 1] - V[x, 1] * V[y, 0])
+
+
+@njit(**JIT)
+def _rot(R, V, x, o):
+    """V[o] = R V[x]."""
+    for j in range(3):
+        V[o, j] = R[j, 0] * V[x, 0] + R[j, 1] * V[x, 1] + R[j, 2] * V[x, 2]
+
+
+@njit(**JIT)
+def _sum(V, x, y, o):
+    """V[o] = V[x] + V[y]."""
+    for j in range(3):
+        V[o, j] = V[x, j] + V[y, j]
+
+
+@njit(**JIT)
+def _kinematics_pass(S, W, q, u, udot):
+    """Pass 1, root to leaves, in body axes: per body b its velocity ab_Vb, velocity-product
+    acceleration ab_cb, the tree terms ab_P, ab_S, ab_c, and its own inertia ab_IA and bias
+    force ab_pA; also the world pose and velocity W.A, W.r, W.v, W.w, W.a, W.al for the loads.
+
+    The child's motion is composed in the parent's axes from the parent's (v, w, a, al), the
+    parent marker's elastic motion (kinematics.marker_local) and the joint's (joints.py), with
+    the same terms as kinematics.forward (which the composite route uses in world axes)."""
+    parent, nm, eq, ev, ju, jnv, jq, jnq, drive = S.parent, S.nm, S.eq, S.ev, S.ju, S.jnv, S.jq, S.jnq, S.drive
+    mk_Psi, mk_s0, mk_R0, pmark, c_pos, c_R = S.mk_Psi, S.mk_s0, S.mk_R0, S.pmark, S.c_pos, S.c_R
+    jtype, axis1, axis2, gravity, Ke, De = S.jtype, S.axis1, S.axis2, S.gravity, S.Ke, S.De
+    A, r, v, w, a, al = W.A, W.r, W.v, W.w, W.a, W.al
+    P, Sc, cc, cb, Vb, IA, pA = W.ab_P, W.ab_S, W.ab_c, W.ab_cb, W.ab_Vb, W.ab_IA, W.ab_pA
+    E, Rc, RM, V = W.ab_E, W.ab_Rc, W.ab_RM, W.ab_V3
+    eta, etad, vb, wb, gb = W.ab_eta, W.ab_etad, W.ab_vb, W.ab_wb, W.ab_g
+    pJ, RJ, Sv, Sw, cw, R1, R2, bj = W.ab_p, W.ab_R, W.ab_Sv, W.ab_Sw, W.ab_cw, W.ab_R1, W.ab_R2, W.ab_bj
+    ms, mR, msd, mwr, msb, mwb, Ds, T = W.m_s, W.m_R, W.m_sd, W.m_wr, W.m_sb, W.m_wb, W.m_Ds, W.m_T
+    Mb, hb, Fb = W.ab_Mb, W.ab_hb, W.ab_Fb
+    nmax = eta.shape[0]
+    for i in range(S.nb):
+        p = parent[i]
+        k = pmark[i]
+        n = nm[i]
+        m = 6 + n
+        # parent motion in its axes (the ground is at rest): a = cb + w x v
+        for j in range(3):
+            V[_VP, j] = Vb[p, j] if p >= 0 else 0.0
+            V[_WP, j] = Vb[p, 3 + j] if p >= 0 else 0.0
+            V[_AP, j] = cb[p, j] if p >= 0 else 0.0
+            V[_ALP, j] = cb[p, 3 + j] if p >= 0 else 0.0
+        _cr(V, _WP, _VP, _AP, 1.0)
+        # parent marker: position s, rotation RM, elastic velocity sd, rotation rate wr and their
+        # velocity-product rates sb, wb (zero on rigid bodies and the ground)
+        if p >= 0 and nm[p] > 0:
+            marker_local(S, W, k, q, u)
+            for j in range(3):
+                V[_S, j] = ms[j]
+                V[_SD, j] = msd[j]
+                V[_WR, j] = mwr[j]
+                V[_SB, j] = msb[j]
+                V[_WB, j] = mwb[j]
+                for l in range(3):
+                    RM[j, l] = mR[j, l]
+        else:
+            for j in range(3):
+                V[_S, j] = mk_s0[k, j]
+                V[_SD, j] = 0.0
+                V[_WR, j] = 0.0
+                V[_SB, j] = 0.0
+                V[_WB, j] = 0.0
+                for l in range(3):
+                    RM[j, l] = mk_R0[k, j, l]
+        # joint: pose, motion subspaces (parent-marker axes) and their rates
+        nvj = jnv[i]
+        j0 = ju[i]
+        for j in range(3):
+            for c in range(6):
+                Sv[j, c] = 0.0
+                Sw[j, c] = 0.0
+        joint_kinematics(jtype[i], axis1[i], axis2[i], q[jq[i]:jq[i] + jnq[i]], u[j0:j0 + nvj],
+                         pJ, RJ, Sv, Sw, cw, R1, R2, bj)
+        for j in range(3):
+            tv = 0.0
+            tw = 0.0
+            for c in range(nvj):
+                tv += Sv[j, c] * u[j0 + c]
+                tw += Sw[j, c] * u[j0 + c]
+            V[_TV, j] = tv
+            V[_TW, j] = tw
+            V[_PW, j] = RM[j, 0] * pJ[0] + RM[j, 1] * pJ[1] + RM[j, 2] * pJ[2]
+            V[_CW, j] = RM[j, 0] * cw[0] + RM[j, 1] * cw[1] + RM[j, 2] * cw[2]
+        _rot(RM, V, _TW, _WREL)
+        _rot(RM, V, _TV, _VREL)
+        # E = c_R RJ^T RM^T (parent axes -> child axes), Rc = c_R RJ^T (joint's parent-marker axes -> child)
+        for j in range(3):
+            for l in range(3):
+                Rc[j, l] = c_R[i, j, 0] * RJ[l, 0] + c_R[i, j, 1] * RJ[l, 1] + c_R[i, j, 2] * RJ[l, 2]
+        for j in range(3):
+            for l in range(3):
+                E[j, l] = Rc[j, 0] * RM[l, 0] + Rc[j, 1] * RM[l, 1] + Rc[j, 2] * RM[l, 2]
+        # parent marker, child marker, child origin (offset dp = -E^T c_pos)
+        _sum(V, _WP, _WR, _WM)
+        _sum(V, _VP, _SD, _VM)
+        _cr(V, _WP, _S, _VM, 1.0)
+        _sum(V, _AP, _SB, _AM)
+        _cr(V, _ALP, _S, _AM, 1.0)
+        for j in range(3):
+            V[_T1, j] = 0.0
+        _cr(V, _WP, _S, _T1, 1.0)
+        _cr(V, _WP, _T1, _AM, 1.0)
+        _cr(V, _WP, _SD, _AM, 2.0)
+        _sum(V, _ALP, _WB, _ALM)
+        _cr(V, _WP, _WR, _ALM, 1.0)
+        _sum(V, _WM, _WREL, _WI)
+        _sum(V, _VM, _VREL, _VC)
+        _cr(V, _WM, _PW, _VC, 1.0)
+        _sum(V, _ALM, _CW, _ALI)
+        _cr(V, _WM, _WREL, _ALI, 1.0)
+        for j in range(3):
+            V[_AC, j] = V[_AM, j]
+            V[_T1, j] = 0.0
+            V[_DP, j] = -(E[0, j] * c_pos[i, 0] + E[1, j] * c_pos[i, 1] + E[2, j] * c_pos[i, 2])
+        _cr(V, _ALM, _PW, _AC, 1.0)
+        _cr(V, _WM, _PW, _T1, 1.0)
+        _cr(V, _WM, _T1, _AC, 1.0)
+        _cr(V, _WM, _VREL, _AC, 2.0)
+        for j in range(3):
+            V[_VI, j] = V[_VC, j]
+            V[_AI, j] = V[_AC, j]
+            V[_T1, j] = 0.0
+        _cr(V, _WI, _DP, _VI, 1.0)
+        _cr(V, _ALI, _DP, _AI, 1.0)
+        _cr(V, _WI, _DP, _T1, 1.0)
+        _cr(V, _WI, _T1, _AI, 1.0)
+        # into child axes: velocity and velocity-product acceleration [E a - w x v; E al]
+        for j in range(3):
+            vb[j] = E[j, 0] * V[_VI, 0] + E[j, 1] * V[_VI, 1] + E[j, 2] * V[_VI, 2]
+            wb[j] = E[j, 0] * V[_WI, 0] + E[j, 1] * V[_WI, 1] + E[j, 2] * V[_WI, 2]
+            cb[i, j] = E[j, 0] * V[_AI, 0] + E[j, 1] * V[_AI, 1] + E[j, 2] * V[_AI, 2]
+            cb[i, 3 + j] = E[j, 0] * V[_ALI, 0] + E[j, 1] * V[_ALI, 1] + E[j, 2] * V[_ALI, 2]
+            Vb[i, j] = vb[j]
+            Vb[i, 3 + j] = wb[j]
+        cb[i, 0] -= wb[1] * vb[2] - wb[2] * vb[1]
+        cb[i, 1] -= wb[2] * vb[0] - wb[0] * vb[2]
+        cb[i, 2] -= wb[0] * vb[1] - wb[1] * vb[0]
+        # world pose and motion (for loads on markers): A_i = A_p E^T, r_i = r_p + A_p (s + pw + dp)
+        for j in range(3):
+            V[_T1, j] = V[_S, j] + V[_PW, j] + V[_DP, j]
+        for j in range(3):
+            for l in range(3):
+                if p >= 0:
+                    A[i, j, l] = A[p, j, 0] * E[l, 0] + A[p, j, 1] * E[l, 1] + A[p, j, 2] * E[l, 2]
+                else:
+                    A[i, j, l] = E[l, j]
+        for j in range(3):
+            if p >= 0:
+                r[i, j] = r[p, j] + A[p, j, 0] * V[_T1, 0] + A[p, j, 1] * V[_T1, 1] + A[p, j, 2] * V[_T1, 2]
+                a[i, j] = A[p, j, 0] * V[_AI, 0] + A[p, j, 1] * V[_AI, 1] + A[p, j, 2] * V[_AI, 2]
+                al[i, j] = A[p, j, 0] * V[_ALI, 0] + A[p, j, 1] * V[_ALI, 1] + A[p, j, 2] * V[_ALI, 2]
+            else:
+                r[i, j] = V[_T1, j]
+                a[i, j] = V[_AI, j]
+                al[i, j] = V[_ALI, j]
+            v[i, j] = A[i, j, 0] * vb[0] + A[i, j, 1] * vb[1] + A[i, j, 2] * vb[2]
+            w[i, j] = A[i, j, 0] * wb[0] + A[i, j, 1] * wb[1] + A[i, j, 2] * wb[2]
+        # joint motion subspace in child axes: [Rc Sv + c_pos x (Rc Sw); Rc Sw]
+        for kk in range(nvj):
+            for j in range(3):
+                Sc[i, 3 + j, kk] = Rc[j, 0] * Sw[0, kk] + Rc[j, 1] * Sw[1, kk] + Rc[j, 2] * Sw[2, kk]
+            for j in range(3):
+                j1 = (j + 1) % 3
+                j2 = (j + 2) % 3
+                Sc[i, j, kk] = Rc[j, 0] * Sv[0, kk] + Rc[j, 1] * Sv[1, kk] + Rc[j, 2] * Sv[2, kk] \
+                    + c_pos[i, j1] * Sc[i, 3 + j2, kk] - c_pos[i, j2] * Sc[i, 3 + j1, kk]
+        for j in range(nmax):
+            eta[j] = q[eq[i] + j] if j < n else 0.0
+            etad[j] = u[ev[i] + j] if j < n else 0.0
+        for j in range(3):
+            gb[j] = A[i, 0, j] * gravity[0] + A[i, 1, j] * gravity[1] + A[i, 2, j] * gravity[2]
+        if p >= 0:
+            _parent_map(i, P, E, V, Ds, T, mk_Psi, k, nm[p])
+            for j in range(6):
+                acc = cb[i, j]
+                for kk in range(6):
+                    acc -= P[i, j, kk] * cb[p, kk]
+                cc[i, j] = acc
+        else:
+            for j in range(6):
+                cc[i, j] = cb[i, j]
+        # prescribed joint accelerations are known: their part of H ydd joins c
+        for kk in range(nvj):
+            c = j0 + kk
+            if drive[c] == MOTION:
+                for j in range(6):
+                    cc[i, j] += Sc[i, j, kk] * udot[c]
+        body_terms(S, W, i, eta, etad, vb, wb, gb, Mb, hb, Fb)
+        for j in range(m):
+            for kk in range(m):
+                IA[i, j, kk] = Mb[j, kk]
+            pA[i, j] = hb[j] - Fb[j]
+        for j in range(n):
+            acc = 0.0
+            for kk in range(n):
+                acc += Ke[i, j, kk] * eta[kk] + De[i, j, kk] * etad[kk]
+            pA[i, 6 + j] += acc
+
+
+@njit(**JIT)
+def _parent_map(i, P, E, V, Ds, T, Psi, k, n_p):
+    """P[i] (6 x (6 + n_p)): child frame velocity from the parent's extended velocity. With
+    rp = s + pw + dp (parent origin to child origin, parent axes) and rq = rp - s:
+    v_i = E (v_p + w_p x rp + sum_j (Ds_j + TPsi_j x rq) etad_j), w_i = E (w_p + sum_j TPsi_j etad_j),
+    TPsi_j = T Psi_j the marker's rotation mode (Ds, T from kinematics.marker_local)."""
+    rq0 = V[_PW, 0] + V[_DP, 0]
+    rq1 = V[_PW, 1] + V[_DP, 1]
+    rq2 = V[_PW, 2] + V[_DP, 2]
+    rp0 = rq0 + V[_S, 0]
+    rp1 = rq1 + V[_S, 1]
+    rp2 = rq2 + V[_S, 2]
+    for j in range(3):
+        e0, e1, e2 = E[j, 0], E[j, 1], E[j, 2]
+        for k_ in range(3):
+            P[i, j, k_] = E[j, k_]
+            P[i, 3 + j, k_] = 0.0
+            P[i, 3 + j, 3 + k_] = E[j, k_]
+        # columns of -E skew(rp): E (e_k x rp)
+        P[i, j, 3] = -e1 * rp2 + e2 * rp1
+        P[i, j, 4] = e0 * rp2 - e2 * rp0
+        P[i, j, 5] = -e0 * rp1 + e1 * rp0
+    for jm in range(n_p):
+        t0 = T[0, 0] * Psi[k, 0, jm] + T[0, 1] * Psi[k, 1, jm] + T[0, 2] * Psi[k, 2, jm]
+        t1 = T[1, 0] * Psi[k, 0, jm] + T[1, 1] * Psi[k, 1, jm] + T[1, 2] * Psi[k, 2, jm]
+        t2 = T[2, 0] * Psi[k, 0, jm] + T[2, 1] * Psi[k, 1, jm] + T[2, 2] * Psi[k, 2, jm]
+        x0 = Ds[0, jm] + t1 * rq2 - t2 * rq1
+        x1 = Ds[1, jm] + t2 * rq0 - t0 * rq2
+        x2 = Ds[2, jm] + t0 * rq1 - t1 * rq0
+        for j in range(3):
+            P[i, j, 6 + jm] = E[j, 0] * x0 + E[j, 1] * x1 + E[j, 2] * x2
+            P[i, 3 + j, 6 + jm] = E[j, 0] * t0 + E[j, 1] * t1 + E[j, 2] * t2
+
+
+@njit(**JIT)
+def _loads(S, W, q, u, inputs):
+    """Point loads and spring-dampers onto the bias forces ab_pA of the bodies they act on."""
+    r, A, v, w, Jv, Jw, a, al = W.abl_ra, W.abl_Aa, W.abl_va, W.abl_wa, W.abl_Jva, W.abl_Jwa, W.abl_aa, W.abl_ala
+    r2, A2, v2, w2 = W.abl_rb, W.abl_Ab, W.abl_vb, W.abl_wb
+    F, T, tmp = W.ab_F, W.ab_Tq, W.ab_t
+    pf_marker, sd_a, sd_b = S.pf_marker, S.sd_a, S.sd_b
+    for f in range(pf_marker.shape[0]):
+        marker_world(S, W, pf_marker[f], q, u, r, A, v, w, Jv, Jw, a, al, False)
+        point_load(S, f, inputs, A, F, T, tmp)
+        _marker_wrench(S, W, pf_marker[f], q, u, F, T, -1.0)
+    for k in range(3):
+        T[k] = 0.0
+    for sd in range(sd_a.shape[0]):
+        marker_world(S, W, sd_a[sd], q, u, r, A, v, w, Jv, Jw, a, al, False)
+        marker_world(S, W, sd_b[sd], q, u, r2, A2, v2, w2, Jv, Jw, a, al, False)
+        spring_damper_force(S, sd, r, r2, v, v2, F)
+        _marker_wrench(S, W, sd_a[sd], q, u, F, T, -1.0)
+        _marker_wrench(S, W, sd_b[sd], q, u, F, T, 1.0)
+
+
+@njit(**JIT)
+def _marker_wrench(S, W, k, q, u, F, T, sign):
+    """ab_pA[b] += sign G^T [A_b^T F; A_b^T T] for world force F [N] and torque T [N m] at
+    marker k of body b, G = [[I, -skew(s), Ds], [0, I, T Psi]] the marker's velocity map from
+    z_b (marker_local: s position, Ds displacement modes, T Psi rotation modes). Ground markers
+    are skipped."""
+    b = S.mk_body[k]
+    if b < 0:
+        return
+    n = marker_local(S, W, k, q, u)
+    A, pA, s, Ds, Tm, Psi = W.A, W.ab_pA, W.m_s, W.m_Ds, W.m_T, S.mk_Psi
+    f0 = sign * (A[b, 0, 0] * F[0] + A[b, 1, 0] * F[1] + A[b, 2, 0] * F[2])
+    f1 = sign * (A[b, 0, 1] * F[0] + A[b, 1, 1] * F[1] + A[b, 2, 1] * F[2])
+    f2 = sign * (A[b, 0, 2] * F[0] + A[b, 1, 2] * F[1] + A[b, 2, 2] * F[2])
+    m0 = sign * (A[b, 0, 0] * T[0] + A[b, 1, 0] * T[1] + A[b, 2, 0] * T[2])
+    m1 = sign * (A[b, 0, 1] * T[0] + A[b, 1, 1] * T[1] + A[b, 2, 1] * T[2])
+    m2 = sign * (A[b, 0, 2] * T[0] + A[b, 1, 2] * T[1] + A[b, 2, 2] * T[2])
+    pA[b, 0] += f0
+    pA[b, 1] += f1
+    pA[b, 2] += f2
+    pA[b, 3] += s[1] * f2 - s[2] * f1 + m0
+    pA[b, 4] += s[2] * f0 - s[0] * f2 + m1
+    pA[b, 5] += s[0] * f1 - s[1] * f0 + m2
+    for j in range(n):
+        t0 = Tm[0, 0] * Psi[k, 0, j] + Tm[0, 1] * Psi[k, 1, j] + Tm[0, 2] * Psi[k, 2, j]
+        t1 = Tm[1, 0] * Psi[k, 0, j] + Tm[1, 1] * Psi[k, 1, j] + Tm[1, 2] * Psi[k, 2, j]
+        t2 = Tm[2, 0] * Psi[k, 0, j] + Tm[2, 1] * Psi[k, 1, j] + Tm[2, 2] * Psi[k, 2, j]
+        pA[b, 6 + j] += Ds[0, j] * f0 + Ds[1, j] * f1 + Ds[2, j] * f2 + t0 * m0 + t1 * m1 + t2 * m2
+
+
+@njit(**JIT)
+def _inertia_pass(S, W):
+    """Pass 2, leaves to root: per body the free columns of H (joint coordinates not
+    motion-driven, then modes), U = IA H, the factor of D = H^T U + rotor inertia, K = D^-1 U^T
+    (first 6 columns: the rest of P zdot_p + c is zero), D^-1 u; the articulated inertia and
+    bias force go to the parent. False when a D is not positive definite."""
+    parent, nm, ev, ju, jnv, drive, uq, motor_J = S.parent, S.nm, S.ev, S.ju, S.jnv, S.drive, S.uq, S.motor_J
+    P, Sc, cc, IA, pA = W.ab_P, W.ab_S, W.ab_c, W.ab_IA, W.ab_pA
+    U, K, Du, col, nfree, njf = W.ab_U, W.ab_K, W.ab_Du, W.ab_col, W.ab_nf, W.ab_nj
+    D, L, x, Ia, Tp, fa, tau = W.ab_D, W.ab_L, W.ab_x, W.ab_Ia, W.ab_T, W.ab_fa, W.ab_tau
+    for b in range(S.nb - 1, -1, -1):
+        n = nm[b]
+        m = 6 + n
+        nf = 0
+        for k in range(jnv[b]):
+            c = ju[b] + k
+            if drive[c] != MOTION:
+                col[b, nf] = c
+                nf += 1
+        nj = nf
+        for j in range(n):
+            col[b, nf] = ev[b] + j
+            nf += 1
+        nfree[b] = nf
+        njf[b] = nj
+        for ia in range(nf):
+            if ia < nj:
+                k = col[b, ia] - ju[b]
+                for i in range(m):
+                    acc = 0.0
+                    for j in range(6):
+                        acc += IA[b, i, j] * Sc[b, j, k]
+                    U[b, i, ia] = acc
+            else:
+                for i in range(m):
+                    U[b, i, ia] = IA[b, i, 6 + ia - nj]
+        for ia in range(nf):
+            if ia < nj:
+                k = col[b, ia] - ju[b]
+                for ib in range(nf):
+                    acc = 0.0
+                    for j in range(6):
+                        acc += Sc[b, j, k] * U[b, j, ib]
+                    D[ia, ib] = acc
+                c = col[b, ia]
+                if uq[c] >= 0:
+                    D[ia, ia] += motor_J[c]
+                acc = tau[c]
+                for j in range(6):
+                    acc -= Sc[b, j, k] * pA[b, j]
+                x[ia] = acc
+            else:
+                for ib in range(nf):
+                    D[ia, ib] = U[b, 6 + ia - nj, ib]
+                x[ia] = -pA[b, 6 + ia - nj]
+        if not chol_factor_n(D, L, nf):
+            return False
+        chol_solve_n(L, x, nf)
+        for ia in range(nf):
+            Du[b, ia] = x[ia]
+        for j in range(6):
+            for ia in range(nf):
+                x[ia] = U[b, j, ia]
+            chol_solve_n(L, x, nf)
+            for ia in range(nf):
+                K[b, ia, j] = x[ia]
+        p = parent[b]
+        if p < 0:
+            continue
+        # articulated inertia and bias force seen through the joint (6 x 6, frame rows only)
+        for i in range(6):
+            for j in range(6):
+                acc = IA[b, i, j]
+                for ia in range(nf):
+                    acc -= U[b, i, ia] * K[b, ia, j]
+                Ia[i, j] = acc
+        for i in range(6):
+            acc = pA[b, i]
+            for j in range(6):
+                acc += Ia[i, j] * cc[b, j]
+            for ia in range(nf):
+                acc += U[b, i, ia] * Du[b, ia]
+            fa[i] = acc
+        mp = 6 + nm[p]
+        for i in range(6):
+            for j in range(mp):
+                acc = 0.0
+                for k in range(6):
+                    acc += Ia[i, k] * P[b, k, j]
+                Tp[i, j] = acc
+        for i in range(mp):
+            acc = 0.0
+            for k in range(6):
+                acc += P[b, k, i] * fa[k]
+            pA[p, i] += acc
+            # P^T Ia P is symmetric: one triangle, mirrored
+            for j in range(i, mp):
+                acc = 0.0
+                for k in range(6):
+                    acc += P[b, k, i] * Tp[k, j]
+                IA[p, i, j] += acc
+                if j != i:
+                    IA[p, j, i] += acc
+    return True
+
+
+@njit(**JIT)
+def _acceleration_pass(S, W, udot):
+    """Pass 3, root to leaves: free accelerations into udot, zdot of every body into ab_zd,
+    and the torque [N m] (force [N]) of each motion drive into W.tau_drive:
+    H_k^T (IA zdot + pA) + rotor inertia * qdd - the joint's own spring/damper force."""
+    parent, nm, ju, jnv, drive, uq, motor_J = S.parent, S.nm, S.ju, S.jnv, S.drive, S.uq, S.motor_J
+    P, Sc, cc, IA, pA, zd = W.ab_P, W.ab_S, W.ab_c, W.ab_IA, W.ab_pA, W.ab_zd
+    K, Du, col, nfree, njf = W.ab_K, W.ab_Du, W.ab_col, W.ab_nf, W.ab_nj
+    x, a6, fa, tau, tau_drive = W.ab_x, W.ab_a6, W.ab_fa, W.ab_tau, W.tau_drive
+    for b in range(S.nb):
+        p = parent[b]
+        m = 6 + nm[b]
+        for i in range(6):
+            acc = cc[b, i]
+            if p >= 0:
+                for j in range(6 + nm[p]):
+                    acc += P[b, i, j] * zd[p, j]
+            a6[i] = acc
+        nf = nfree[b]
+        nj = njf[b]
+        for ia in range(nf):
+            acc = Du[b, ia]
+            for j in range(6):
+                acc -= K[b, ia, j] * a6[j]
+            x[ia] = acc
+            udot[col[b, ia]] = acc
+        for i in range(6):
+            acc = a6[i]
+            for ia in range(nj):
+                acc += Sc[b, i, col[b, ia] - ju[b]] * x[ia]
+            zd[b, i] = acc
+        for ia in range(nj, nf):
+            zd[b, 6 + ia - nj] = x[ia]
+        if nj == jnv[b]:
+            continue
+        for i in range(6):
+            acc = pA[b, i]
+            for j in range(m):
+                acc += IA[b, i, j] * zd[b, j]
+            fa[i] = acc
+        for k in range(jnv[b]):
+            c = ju[b] + k
+            if drive[c] == MOTION:
+                acc = -tau[c]
+                for i in range(6):
+                    acc += Sc[b, i, k] * fa[i]
+                if uq[c] >= 0:
+                    acc += motor_J[c] * udot[c]
+                tau_drive[c] = acc
