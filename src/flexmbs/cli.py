@@ -25,6 +25,7 @@ import numpy as np
 from .model import JOINT_NQ, JOINT_NV, METHODS, ModelError, load_model
 from .model.elements import Model, Profile
 from .model.validate import _PROFILE_FIELDS
+from .names import did_you_mean
 from .signals import signal_table
 from .simulate import Result, settings_of, simulate
 from .solvers.stepper import Settings, SolverError
