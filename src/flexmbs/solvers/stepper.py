@@ -15,7 +15,7 @@ from ..system import System, body_size
 from ..kernels.dynamics import apply_prescribed
 from .common import DOPRI5, IMPLICIT, LOOP_OPEN, MESSAGES, OK, RK4, f_eval, jacobian_fd
 from .explicit import dopri5_advance, rk4_advance
-from .implicit import N_JAC, N_LU, ros_advance
+from .implicit import JAC_MOVE, N_JAC, N_LU, ros_advance
 
 
 class SolverError(RuntimeError):
@@ -121,6 +121,7 @@ class Stepper:
         self.scale = state_scales(system)
         self.atol = np.full(nx, settings.atol) if settings.atol is not None else settings.rtol * self.scale
         self.stability_bound: float | None = None   # RK4: from the first call [s]
+        self.jac_move = JAC_MOVE   # implicit: renew J when a position moved this much (x its scale)
         self.h = settings.step
         self.fsal_valid = False
         self.nsteps = 0
@@ -149,14 +150,15 @@ class Stepper:
 
     def implicit_memory(self) -> dict:
         """The implicit method's memory that shapes its next steps (Jacobian, LU factors, step of
-        the factorisation, validity flags and counts), as lists, for saving an FMU state."""
+        the factorisation, the state of the Jacobian, validity flags and counts), as lists, for
+        saving an FMU state."""
         return dict(jac=self.Jac.tolist(), lu=self.LU.tolist(), piv=self.piv.tolist(), memo=self.memo.tolist(),
-                    hf=float(self.hf[0]))
+                    hf=float(self.hf[0]), xj=self.K[6].tolist())
 
     def restore_implicit_memory(self, data: dict) -> None:
         """Inverse of implicit_memory."""
         self.Jac[:], self.LU[:], self.piv[:], self.memo[:] = data["jac"], data["lu"], data["piv"], data["memo"]
-        self.hf[0] = data["hf"]
+        self.hf[0], self.K[6] = data["hf"], data["xj"]
 
     def check_stability(self, t: float, x: np.ndarray, inputs: np.ndarray) -> float:
         """RK4's stability bound [s] from the eigenvalues of the system linearised at (t, x)
@@ -207,7 +209,7 @@ class Stepper:
                 self.nrejected += r
         else:
             status, self.h, n, r = ros_advance(S, self.W, t, x, t_end, self.h, st.max_step, h_min, st.rtol,
-                                               self.atol, self.scale, inputs, self.K, self.Jac, self.LU, self.piv,
+                                               self.atol, self.scale, self.jac_move, inputs, self.K, self.Jac, self.LU, self.piv,
                                                self.xs, self.err, self.memo, self.hf)
             self.nsteps += n
             self.nrejected += r
