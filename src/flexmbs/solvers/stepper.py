@@ -39,8 +39,9 @@ def state_scales(system: System) -> np.ndarray:
     rtol in the weighted coordinate is a deflection error of rtol L at the body's nodes, the
     same as a joint-angle error of rtol rad at a lever of L. Its rate: that scale times
     max(1 rad/s, omega_k), the deflection rate of a vibration of amplitude L / a_k, so the rate
-    error counts as the deflection error it causes within 1/omega_k and the fast modal rates do
-    not set the step (they did at 1e-3 of this scale: 27x below the stability limit).
+    error counts as the deflection error it causes within 1/omega_k. (The former weighting at
+    1e-3 of this scale made dopri5 take twice the steps on Huang's arm at rtol 1e-6, for joint
+    angles 40x more accurate than asked: docs/work-precision.md.)
     """
     S = system.arrays
     xs = np.ones(S.nq + S.nv)
@@ -86,6 +87,8 @@ def rk4_stability_bound(eigenvalues: np.ndarray) -> tuple[float, complex | None]
         if r / mag < best:
             best, which = r / mag, complex(lam)
     return best, which
+
+
 @dataclass
 class Settings:
     """method: rk4 | dopri5 | implicit; step: RK4 step / initial step [s]; rtol; atol: None ->
