@@ -150,7 +150,7 @@ def test_spin_up_converges_with_modes_and_elements():
     in-plane modes (every other mode) and elements are added."""
     def tip(elements, modes):
         return flexmbs.simulate(spin_up_beam(6.0, elements=elements, modes=modes), 20.0,
-                                rtol=1e-9)["beam.tip_deflection[2]"]
+                                rtol=1e-10)["beam.tip_deflection[2]"]
     ref = tip(32, 8)
     by_modes = [np.abs(tip(16, m) - ref).max() for m in (2, 4, 6)]
     by_elements = [np.abs(tip(e, 8) - ref).max() for e in (2, 4, 8)]

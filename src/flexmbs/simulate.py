@@ -216,6 +216,7 @@ def simulate(model: Union[Model, System], t_end: float, *, method: Optional[str]
 
     def stats() -> dict:
         return dict(method=settings.method, steps=stepper.nsteps, rejected=stepper.nrejected,
+                    jacobians=stepper.njacobians, factorizations=stepper.nfactorizations,
                     wall_time=_time.perf_counter() - wall)
 
     try:

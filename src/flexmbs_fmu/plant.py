@@ -171,7 +171,8 @@ class Plant:
         self.configure()
         st = self.stepper
         return dict(params=dict(self.params), inputs=self.inputs.tolist(), t=self.t, x=self.x.tolist(),
-                    h=st.h, nsteps=st.nsteps, nrejected=st.nrejected, initialized=self.initialized,
+                    h=st.h, nsteps=st.nsteps, nrejected=st.nrejected, implicit=st.implicit_memory(),
+                    initialized=self.initialized,
                     input_error=dict(self.input_error), failure=self.failure)
 
     def restore(self, data: dict) -> None:
@@ -205,6 +206,7 @@ class Plant:
         self.x[:] = data["x"]
         self.stepper.h = float(data["h"])
         self.stepper.nsteps, self.stepper.nrejected = int(data["nsteps"]), int(data["nrejected"])
+        self.stepper.restore_implicit_memory(data["implicit"])
         self.initialized = bool(data["initialized"])
         self.input_error = dict(data["input_error"])
         self.failure = data["failure"]

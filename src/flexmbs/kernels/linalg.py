@@ -137,3 +137,52 @@ def chol_solve_n(L, b, n):
         for k in range(i + 1, n):
             s -= L[k, i] * b[k]
         b[i] = s / L[i, i]
+
+
+
+@njit(**JIT)
+def lu_factor(A, piv):
+    """LU factorisation with partial pivoting of a square A in place (L unit lower, U upper,
+    both stored in A), row swaps in piv. False if a pivot is zero (A singular)."""
+    n = A.shape[0]
+    for k in range(n):
+        p = k
+        big = abs(A[k, k])
+        for i in range(k + 1, n):
+            if abs(A[i, k]) > big:
+                big = abs(A[i, k])
+                p = i
+        piv[k] = p
+        if big == 0.0:
+            return False
+        if p != k:
+            for j in range(n):
+                A[k, j], A[p, j] = A[p, j], A[k, j]
+        inv = 1.0 / A[k, k]
+        for i in range(k + 1, n):
+            A[i, k] *= inv
+            lik = A[i, k]
+            if lik != 0.0:
+                for j in range(k + 1, n):
+                    A[i, j] -= lik * A[k, j]
+    return True
+
+
+@njit(**JIT)
+def lu_solve(LU, piv, b):
+    """Solve A x = b in place (b <- x) with the factors of lu_factor."""
+    n = LU.shape[0]
+    for k in range(n):
+        p = piv[k]
+        if p != k:
+            b[k], b[p] = b[p], b[k]
+    for i in range(n):
+        s = b[i]
+        for k in range(i):
+            s -= LU[i, k] * b[k]
+        b[i] = s
+    for i in range(n - 1, -1, -1):
+        s = b[i]
+        for k in range(i + 1, n):
+            s -= LU[i, k] * b[k]
+        b[i] = s / LU[i, i]

@@ -275,8 +275,9 @@ class Sensor:
 
 @dataclass
 class Solver:
-    """method: rk4 (fixed step h [s]), dopri5 (adaptive, rtol/atol), implicit (adaptive
-    L-stable TR-BDF2 with Newton, for stiff flexible models). max_step [s] bounds the internal
+    """method: rk4 (fixed step h [s], warns past its stability bound), dopri5 (adaptive,
+    rtol/atol), implicit (adaptive L-stable Rosenbrock-W ROS34PW2 reusing its Jacobian and LU
+    factors, for stiff flexible models). max_step [s] bounds the internal
     step of the adaptive methods; output_step [s] is the sampling of results. formulation: joint
     (minimal coordinates, the default, also in FMUs) or natural (rigid mechanisms only: points
     and unit vectors with a constant mass matrix, flexmbs.natural; a cross-check in simulate).

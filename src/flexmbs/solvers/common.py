@@ -53,5 +53,27 @@ def f_eval(S, W, t, x, inputs, out):
 
 
 @njit(**JIT)
+def jacobian_fd(S, W, t, x, f0, inputs, scale, Jac, xp, fp):
+    """Forward-difference Jacobian Jac = df/dx at (t, x) [1/s for the rate rows], f0 = f(t, x).
+
+    The increment of state j is sqrt(machine eps) max(|x_j|, scale_j) (scale: the typical
+    magnitude of each state, stepper.state_scales), balancing truncation against round-off.
+    xp, fp (nx) are scratch. Returns a status code."""
+    nx = x.size
+    for i in range(nx):
+        xp[i] = x[i]
+    for j in range(nx):
+        dx = 1.5e-8 * max(abs(x[j]), scale[j])
+        xp[j] = x[j] + dx
+        st = f_eval(S, W, t, xp, inputs, fp)
+        xp[j] = x[j]
+        if st != OK:
+            return st
+        for i in range(nx):
+            Jac[i, j] = (fp[i] - f0[i]) / dx
+    return OK
+
+
+@njit(**JIT)
 def project(S, x):
     normalize_quaternions(S, x)

@@ -1,115 +1,189 @@
-"""Adaptive TR-BDF2 (numba): an L-stable, one-step, second-order implicit method for stiff
-flexible models (Bank et al. 1985; error estimate of Hosea & Shampine 1996).
+"""Adaptive linearly implicit Rosenbrock-W method ROS34PW2 (numba) for stiff models.
 
-A step: trapezoidal stage to t + gamma h, then BDF2 through (t, t + gamma h, t + h). Both
-stages solve X = rhs_const + d h f(X) by simplified Newton with the iteration matrix
-I - d h J (J = df/dx by finite differences, refreshed each step); d = gamma/2.
+Method: G. Rang and L. Angermann, "New Rosenbrock W-methods of order 3 for partial
+differential algebraic equations of index 1", BIT Numerical Mathematics 45 (2005) 761-787,
+method ROS34PW2: 4 stages, order 3 with an embedded order-2 solution, L-stable (stiffly
+accurate), and a W-method: it keeps order 3 for *any* matrix A in place of the Jacobian.
+
+That last property is what lets a step reuse old work. Each stage solves
+(I/(h gamma) - A) U_i = f(t + c_i h, x + sum_j a_ij U_j) + sum_j (C_ij / h) U_j
+(the transformed form of Hairer & Wanner, Solving ODEs II, 2nd ed., Springer 1996, Sec. IV.7,
+eq. 7.25, which needs no Jacobian-vector product), with A = J, a Jacobian taken at some
+earlier state: the order is unaffected, only (for a far-off J) the damping of the stiff
+modes, which the error estimate sees. Hence:
+- J (forward differences, nx right-hand sides) is recomputed only when a step is rejected twice
+  in a row (or a stage evaluation fails) with a Jacobian from an earlier state, or when a
+  position state has moved by more than JAC_MOVE of its scale since (0.05 rad for a joint
+  angle): the order survives an old J, but on stiff models (static modes) the stiff coupling of
+  a J from another pose leaves an error the embedded estimate does not see (measured on the
+  crank-rocker with static modes: 1.1e-5 rad with J kept for the whole run, 4e-7 with a fresh
+  one); J is kept across calls;
+- the LU factors of I/(h_f gamma) - J (no allocation) are kept while the step h stays at the
+  step h_f of the factorisation (to 1e-6: a step shortened by round-off to land on an output
+  time keeps them, as the W-matrix of A = J + (1/(h gamma) - 1/(h_f gamma)) I); the controller
+  holds h when it would grow by less than HOLD, and refactors otherwise.
+The time derivative df/dt is not used (the W-method's A has a zero time column).
 """
 
 import numpy as np
 from numba import njit
 
+from ..kernels.linalg import lu_factor, lu_solve
 from ..kernels.rotations import JIT
-from .common import NEWTON_FAILED, NOT_FINITE, OK, STEP_TOO_SMALL, check_state, error_norm, f_eval, project
+from .common import OK, SINGULAR, STEP_TOO_SMALL, check_state, error_norm, f_eval, jacobian_fd, project
 
-GAMMA = 2.0 - np.sqrt(2.0)
-D = GAMMA / 2.0
-_W = np.sqrt(2.0) / 4.0
-# b - bhat for the three stage derivatives (f_n, f_gamma, f_n+1)
-_E1 = (1.0 / (2.0 * (2.0 - GAMMA))) - (1.0 - _W) / 3.0
-_E2 = (1.0 / (2.0 * (2.0 - GAMMA))) - (3.0 * _W + 1.0) / 3.0
-_E3 = D - D / 3.0
-_BDF_A = 1.0 / (GAMMA * (2.0 - GAMMA))
-_BDF_B = (1.0 - GAMMA) ** 2 / (GAMMA * (2.0 - GAMMA))
+# ROS34PW2 as given by Rang & Angermann (2005): alpha (stage abscissae weights),
+# Gamma (lower triangular, diagonal gamma), b (order 3) and bhat (embedded order 2)
+GAMMA = 0.435866521508459
+_ALPHA = np.array([[0.0, 0.0, 0.0, 0.0],
+                   [0.87173304301691801, 0.0, 0.0, 0.0],
+                   [0.84457060015369423, -0.11299064236484185, 0.0, 0.0],
+                   [0.0, 0.0, 1.0, 0.0]])
+_GAMMA = np.array([[GAMMA, 0.0, 0.0, 0.0],
+                   [-0.87173304301691801, GAMMA, 0.0, 0.0],
+                   [-0.90338057013044082, 0.054180672388095326, GAMMA, 0.0],
+                   [0.24212380706095346, -1.2232505839045147, 0.54526025533510214, GAMMA]])
+_B = np.array([0.24212380706095346, -1.2232505839045147, 1.5452602553351020, GAMMA])
+_BHAT = np.array([0.37810903145819369, -0.096042292212423178, 0.5, 0.2179332607542295])
+# transformed coefficients (Hairer & Wanner IV.7): a = alpha Gamma^-1, C = diag(1/gamma) -
+# Gamma^-1, m = b Gamma^-1; c_i = sum_j alpha_ij
+_GI = np.linalg.inv(_GAMMA)
+A_T = _ALPHA @ _GI
+C_T = np.diag(1.0 / np.diag(_GAMMA)) - _GI
+M_T = _B @ _GI
+E_T = (_B - _BHAT) @ _GI
+C_STAGE = _ALPHA.sum(axis=1)
+NSTAGE = 4
+ORDER = 3
+# keep the step of the factorisation when the controller proposes at most this increase
+HOLD = 1.2
+# renew the Jacobian when a position state moved by more than this times its scale since (the
+# default of Stepper.jac_move)
+JAC_MOVE = 0.05
+# counters in the int64 array `memo` carried across calls
+JAC_OK, LU_OK, N_JAC, N_LU = 0, 1, 2, 3
 
 
 @njit(**JIT)
-def _jacobian(S, W, t, x, f0, inputs, atol, Jac, xp, fp):
-    """Forward-difference Jacobian df/dx with increments scaled to each state's tolerance."""
+def ros_advance(S, W, t, x, t_end, h, h_max, h_min, rtol, atol, scale, jac_move, inputs, K, Jac, LU, piv, xs,
+                err, memo, hf):
+    """Integrate x from t to t_end (landing exactly) with adaptive ROS34PW2 steps.
+
+    K (7 x nx): stages U_0..U_3, f(t, x), a right-hand-side scratch, the state of the Jacobian
+    (kept between calls); xs, err (nx) scratch.
+    Jac, LU (nx x nx), piv (nx, int) and memo (4, int: Jacobian valid, LU valid, counts of
+    Jacobians and factorisations), hf (1: step of the factorisation [s]) persist between calls.
+    scale: state scales for the difference increments and the move test; jac_move: JAC_MOVE (a
+    larger value keeps the Jacobian longer). Returns (status, h_next, nsteps, nrejected).
+    """
     nx = x.size
-    for j in range(nx):
-        dx = max(1e-7 * abs(x[j]), np.sqrt(atol[j]) * 1e-4, 1e-10)
-        xp[:] = x
-        xp[j] += dx
-        st = f_eval(S, W, t, xp, inputs, fp)
-        if st != OK:
-            return st
-        Jac[:, j] = (fp - f0) / dx
-    return OK
-
-
-@njit(**JIT)
-def _newton(S, W, t, X, base, hd, Ninv, inputs, atol, rtol, fX, dX):
-    """Solve X = base + hd f(t, X) by simplified Newton; X holds the predictor on entry."""
-    prev = 1e300
-    for it in range(8):
-        st = f_eval(S, W, t, X, inputs, fX)
-        if st != OK:
-            return st
-        dX[:] = Ninv @ (base + hd * fX - X)
-        X += dX
-        nrm = error_norm(dX, X, X, atol, rtol)
-        if not np.isfinite(nrm):
-            return NOT_FINITE
-        if nrm < 0.03:
-            return f_eval(S, W, t, X, inputs, fX)
-        if it > 0 and nrm > 0.9 * prev:
-            return NEWTON_FAILED
-        prev = nrm
-    return NEWTON_FAILED
-
-
-@njit(**JIT)
-def trbdf2_advance(S, W, t, x, t_end, h, h_max, h_min, rtol, atol, inputs, K, Jac, Ninv, xs):
-    """Integrate x from t to t_end (landing exactly). K (6 x nx) and xs scratch; Jac, Ninv
-    (nx x nx) scratch. Returns (status, h_next, nsteps, nrejected)."""
-    nx = x.size
-    f0, fg, f1, tmp, base, err = K[0], K[1], K[2], K[3], K[4], K[5]
-    Xg = xs
-    X1 = np.empty(nx)
     nsteps = 0
     nrej = 0
-    eye = np.eye(nx)
+    f0 = K[4]
+    fx = K[5]
+    xj = K[6]
+    nq = S.nq
+    have_f0 = False
+    fresh = False  # the Jacobian was taken at the current x
+    nfail = 0      # consecutive rejections
     while t < t_end - 1e-12 * max(1.0, abs(t_end)):
-        h = min(h, h_max, t_end - t)
+        h_want = min(h, h_max)
+        h = min(h_want, t_end - t)
         last = h >= t_end - t
-        st = f_eval(S, W, t, x, inputs, f0)
+        st = OK
+        if not have_f0:
+            st = f_eval(S, W, t, x, inputs, f0)
+            if st != OK:
+                return st, h, nsteps, nrej
+            have_f0 = True
+        if memo[JAC_OK] == 1:
+            for i in range(nq):
+                if abs(x[i] - xj[i]) > jac_move * scale[i]:
+                    memo[JAC_OK] = 0
+                    break
+        if memo[JAC_OK] == 0:
+            st = jacobian_fd(S, W, t, x, f0, inputs, scale, Jac, xs, fx)
+            if st != OK:
+                return st, h, nsteps, nrej
+            memo[JAC_OK] = 1
+            memo[LU_OK] = 0
+            for i in range(nx):
+                xj[i] = x[i]
+            memo[N_JAC] += 1
+            fresh = True
+        if memo[LU_OK] == 0 or abs(h - hf[0]) > 1e-6 * hf[0]:
+            d = 1.0 / (h * GAMMA)
+            for i in range(nx):
+                for j in range(nx):
+                    LU[i, j] = -Jac[i, j]
+                LU[i, i] += d
+            memo[N_LU] += 1
+            hf[0] = h
+            if lu_factor(LU, piv):
+                memo[LU_OK] = 1
+            else:
+                memo[LU_OK] = 0
+                st = SINGULAR
         if st == OK:
-            st = _jacobian(S, W, t, x, f0, inputs, atol, Jac, X1, tmp)
-        if st != OK:
-            return st, h, nsteps, nrej
-        accepted = False
-        while not accepted:
-            Ninv[:, :] = np.linalg.inv(eye - (D * h) * Jac)
-            # trapezoidal stage
-            Xg[:] = x + (GAMMA * h) * f0
-            base[:] = x + (D * h) * f0
-            st = _newton(S, W, t + GAMMA * h, Xg, base, D * h, Ninv, inputs, atol, rtol, fg, tmp)
-            if st == OK:
-                X1[:] = Xg + (h * (1.0 - GAMMA)) * fg
-                base[:] = _BDF_A * Xg - _BDF_B * x
-                st = _newton(S, W, t + h, X1, base, D * h, Ninv, inputs, atol, rtol, f1, tmp)
-            if st == OK:
-                err[:] = Ninv @ (h * (_E1 * f0 + _E2 * fg + _E3 * f1))
-                en = error_norm(err, x, X1, atol, rtol)
-                if not np.isfinite(en):
-                    en = 1e10
-            else:
+            for s in range(NSTAGE):
+                if s == 0:
+                    for i in range(nx):
+                        fx[i] = f0[i]
+                else:
+                    for i in range(nx):
+                        acc = x[i]
+                        for j in range(s):
+                            acc += A_T[s, j] * K[j, i]
+                        xs[i] = acc
+                    st = f_eval(S, W, t + C_STAGE[s] * h, xs, inputs, fx)
+                    if st != OK:
+                        break
+                for i in range(nx):
+                    acc = fx[i]
+                    for j in range(s):
+                        acc += (C_T[s, j] / h) * K[j, i]
+                    K[s, i] = acc
+                lu_solve(LU, piv, K[s])
+        en = 1e10
+        if st == OK:
+            for i in range(nx):
+                acc = x[i]
+                e = 0.0
+                for j in range(NSTAGE):
+                    acc += M_T[j] * K[j, i]
+                    e += E_T[j] * K[j, i]
+                xs[i] = acc
+                err[i] = e
+            en = error_norm(err, x, xs, atol, rtol)
+            if not np.isfinite(en):
                 en = 1e10
-            if en <= 1.0:
-                accepted = True
-                t = t_end if last else t + h
-                x[:] = X1
-                project(S, x)
-                st = check_state(S, x)
-                if st != OK:
-                    return st, h, nsteps, nrej
-                nsteps += 1
-                h = h * min(4.0, max(0.2, 0.9 * en ** (-1.0 / 3.0))) if en > 0 else 4.0 * h
-            else:
-                nrej += 1
-                h = h * (0.25 if st != OK else max(0.2, 0.9 * en ** (-1.0 / 3.0)))
-                last = h >= t_end - t
-                if h < h_min:
-                    return (STEP_TOO_SMALL if st == OK else st), h, nsteps, nrej
+        if en <= 1.0:
+            t = t_end if last else t + h
+            for i in range(nx):
+                x[i] = xs[i]
+            project(S, x)
+            st = check_state(S, x)
+            if st != OK:
+                return st, h, nsteps, nrej
+            have_f0 = False
+            fresh = False
+            nsteps += 1
+            # no growth right after a rejection (avoids reject/accept cycles)
+            grow = 1.0 if nfail > 0 else 4.0
+            nfail = 0
+            h_new = h * min(grow, max(0.2, 0.9 * en ** (-1.0 / ORDER))) if en > 0 else grow * h
+            if last and h < h_want:
+                # a step shortened to land on t_end says nothing against the wanted step
+                h_new = max(h_new, h_want)
+            # hold the step (and the factorisation) under a small increase
+            h = hf[0] if hf[0] <= h_new <= HOLD * hf[0] else h_new
+        else:
+            nrej += 1
+            nfail += 1
+            if not fresh and (nfail >= 2 or st != OK):
+                # repeated failure with a Jacobian from an earlier state: renew it
+                memo[JAC_OK] = 0
+            h = h * (0.25 if st != OK else max(0.2, 0.9 * en ** (-1.0 / ORDER)))
+            if h < h_min:
+                return (STEP_TOO_SMALL if st == OK else st), h, nsteps, nrej
     return OK, h, nsteps, nrej

@@ -3,6 +3,7 @@ the model's method, tolerances scaled to the problem, and scratch arrays allocat
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -14,9 +15,9 @@ from ..model.elements import METHODS
 from ..flex.invariants import body_size
 from ..system import System
 from ..kernels.drives import apply_prescribed
-from .common import DOPRI5, IMPLICIT, LOOP_OPEN, MESSAGES, OK, RK4, f_eval
+from .common import DOPRI5, IMPLICIT, LOOP_OPEN, MESSAGES, OK, RK4, f_eval, jacobian_fd
 from .explicit import dopri5_advance, rk4_advance
-from .implicit import trbdf2_advance
+from .implicit import JAC_MOVE, N_JAC, N_LU, ros_advance
 
 
 class SolverError(RuntimeError):
@@ -31,23 +32,63 @@ class SolverError(RuntimeError):
 
 
 def state_scales(system: System) -> np.ndarray:
-    """Typical magnitude of each state [q; u] for absolute tolerances.
+    """Typical magnitude of each state [q; u]: the error norm's absolute scale (atol = rtol times
+    this) and the finite-difference increments.
 
-    Joint coordinates 1 (rad or m), quaternions 1; modal coordinate k: the modal amplitude that
-    moves its body by 1e-3 of the body size; velocities: the position scale times 1/s for joints
-    and times the mode's natural frequency for modal rates.
+    The norm measures what a user reads. Joint coordinates and quaternions: 1 (rad or m); joint
+    rates: 1 (rad/s or m/s). Modal coordinate k of a body of size L [m] (body_size): L / a_k,
+    with a_k [m] the largest nodal translation of mode k per unit coordinate, so an error of
+    rtol in the weighted coordinate is a deflection error of rtol L at the body's nodes, the
+    same as a joint-angle error of rtol rad at a lever of L. Its rate: that scale times
+    max(1 rad/s, omega_k), the deflection rate of a vibration of amplitude L / a_k, so the rate
+    error counts as the deflection error it causes within 1/omega_k. (The former weighting at
+    1e-3 of this scale made dopri5 take twice the steps on Huang's arm at rtol 1e-6, for joint
+    angles 40x more accurate than asked: docs/work-precision.md.)
     """
     S = system.arrays
     xs = np.ones(S.nq + S.nv)
     for name, (e0, n) in system.body_eta.items():
         d = system.flex[name]
-        size = body_size(d)
-        amp = np.abs(d.nodal_modes).max(axis=0)
-        eta_scale = 1e-3 * size / np.maximum(amp, 1e-300)
+        dpn = d.dofs_per_node
+        # translations of every node: the first three DOFs of each node's block
+        trans = d.nodal_modes.reshape(-1, dpn, n)[:, :3, :]
+        amp = np.sqrt((trans ** 2).sum(axis=1)).max(axis=0)
+        eta_scale = body_size(d) / np.maximum(amp, 1e-300)
         xs[e0:e0 + n] = eta_scale
         v0 = S.nq + S.ev[system.bodies.index(name)]
         xs[v0:v0 + n] = eta_scale * np.maximum(d.freqs, 1.0)
     return xs
+
+
+class StabilityWarning(RuntimeWarning):
+    """A fixed step exceeds the method's stability bound at the initial state."""
+
+
+# |R(z)| <= 1 of classical RK4 (R the degree-4 Taylor polynomial of exp) along rays z = r d,
+# sampled in r: the bound of an eigenvalue lambda is r*(d) / |lambda| with d = lambda / |lambda|
+_RK4_R = np.linspace(1e-3, 4.0, 4000)
+
+
+def rk4_stability_bound(eigenvalues: np.ndarray) -> tuple[float, complex | None]:
+    """Largest RK4 step [s] for which h lambda stays in RK4's stability region for every
+    eigenvalue lambda [1/s] of the linearised system that does not grow physically (Re lambda <=
+    0.1 |lambda|; a slightly positive real part, from round-off or weak physical growth, is
+    projected onto the imaginary axis). Returns (bound, limiting eigenvalue); (inf, None)
+    when nothing limits the step."""
+    best, which = np.inf, None
+    for lam in eigenvalues:
+        mag = abs(lam)
+        if mag < 1e-9 or lam.real > 0.1 * mag:
+            continue
+        d = complex(min(lam.real, 0.0), lam.imag)
+        d /= abs(d)
+        z = _RK4_R * d
+        R = 1 + z + z ** 2 / 2 + z ** 3 / 6 + z ** 4 / 24
+        out = np.nonzero(np.abs(R) > 1.0 + 1e-12)[0]
+        r = _RK4_R[out[0] - 1] if out.size else _RK4_R[-1]
+        if r / mag < best:
+            best, which = r / mag, complex(lam)
+    return best, which
 
 
 @dataclass
@@ -87,9 +128,14 @@ class Stepper:
         self.xs = np.zeros(nx)
         self.err = np.zeros(nx)
         self.Jac = np.zeros((nx, nx))
-        self.Ninv = np.zeros((nx, nx))
-        scale = state_scales(system)
-        self.atol = np.full(nx, settings.atol) if settings.atol is not None else settings.rtol * scale
+        self.LU = np.zeros((nx, nx))
+        self.piv = np.zeros(nx, dtype=np.int64)
+        self.memo = np.zeros(4, dtype=np.int64)   # implicit: Jacobian/LU valid, their counts
+        self.hf = np.zeros(1)
+        self.scale = state_scales(system)
+        self.atol = np.full(nx, settings.atol) if settings.atol is not None else settings.rtol * self.scale
+        self.stability_bound: float | None = None   # RK4: from the first call [s]
+        self.jac_move = JAC_MOVE   # implicit: renew J when a position moved this much (x its scale)
         self.h = settings.step
         self.nsteps = 0
         self.nrejected = 0
@@ -98,9 +144,54 @@ class Stepper:
             self.loops = Loops(system.arrays, system.ref, system.arrays.cr_on.astype(bool))
             self.loop_free = free_columns(system.arrays, system.joint_u, ())
 
+    @property
+    def njacobians(self) -> int:
+        """Jacobians evaluated so far (implicit method)."""
+        return int(self.memo[N_JAC])
+
+    @property
+    def nfactorizations(self) -> int:
+        """LU factorisations so far (implicit method)."""
+        return int(self.memo[N_LU])
+
     def reset(self) -> None:
-        """Forget integrator memory (step-size history, FSAL stage)."""
+        """Forget integrator memory (step-size history, FSAL stage, Jacobian and factors)."""
         self.h = self.settings.step
+        self.memo[:2] = 0
+
+    def implicit_memory(self) -> dict:
+        """The implicit method's memory that shapes its next steps (Jacobian, LU factors, step of
+        the factorisation, the state of the Jacobian, validity flags and counts), as lists, for
+        saving an FMU state."""
+        return dict(jac=self.Jac.tolist(), lu=self.LU.tolist(), piv=self.piv.tolist(), memo=self.memo.tolist(),
+                    hf=float(self.hf[0]), xj=self.K[6].tolist())
+
+    def restore_implicit_memory(self, data: dict) -> None:
+        """Inverse of implicit_memory."""
+        self.Jac[:], self.LU[:], self.piv[:], self.memo[:] = data["jac"], data["lu"], data["piv"], data["memo"]
+        self.hf[0], self.K[6] = data["hf"], data["xj"]
+
+    def check_stability(self, t: float, x: np.ndarray, inputs: np.ndarray) -> float:
+        """RK4's stability bound [s] from the eigenvalues of the system linearised at (t, x)
+        (forward-difference Jacobian, nx right-hand sides); warns with a StabilityWarning
+        naming the bound [ms] and the limiting mode's frequency [Hz] when the step exceeds it.
+        A warning, not a refusal: the bound holds at this state only (spin-up stiffens, a
+        moving arm changes its modes), and a step past it fails later with a SolverError."""
+        S = self.system.ref
+        nx = x.size
+        f0, J = np.zeros(nx), np.zeros((nx, nx))
+        if f_eval(S, self.W, t, x, inputs, f0) != OK or \
+                jacobian_fd(S, self.W, t, x, f0, inputs, self.scale, J, np.zeros(nx), np.zeros(nx)) != OK:
+            return np.inf   # the first step reports the failure
+        bound, lam = rk4_stability_bound(np.linalg.eigvals(J))
+        if lam is not None and self.settings.step > bound:
+            warnings.warn(
+                f"model {self.system.model.name}: solver.step {self.settings.step * 1e3:.4g} ms exceeds RK4's "
+                f"stability bound {bound * 1e3:.4g} ms at t = {t:g} s, set by a mode of {abs(lam) / (2 * np.pi):.4g} Hz "
+                f"(damping ratio {max(-lam.real, 0.0) / abs(lam):.2g}) of the linearised system; the run will likely diverge: "
+                f"use a step below the bound, method dopri5, or method implicit for stiff models",
+                StabilityWarning, stacklevel=3)
+        return bound
 
     def advance(self, t: float, x: np.ndarray, t_end: float, inputs: np.ndarray) -> None:
         """Integrate x in place from t to t_end [s] with constant inputs. Raises SolverError;
@@ -115,6 +206,8 @@ class Stepper:
             project_positions(self.loops, q, u, self.loop_free)
             project_velocities(self.loops, q, u, self.loop_free)
         if self.code == RK4:
+            if self.stability_bound is None:
+                self.stability_bound = self.check_stability(t, x, inputs)
             status, n = rk4_advance(S, self.W, t, x, t_end, st.step, inputs, self.K, self.xs)
             self.nsteps += n
         elif self.code == DOPRI5:
@@ -126,8 +219,9 @@ class Stepper:
                 self.nsteps += n
                 self.nrejected += r
         else:
-            status, self.h, n, r = trbdf2_advance(S, self.W, t, x, t_end, self.h, st.max_step, h_min,
-                                                  st.rtol, self.atol, inputs, self.K, self.Jac, self.Ninv, self.xs)
+            status, self.h, n, r = ros_advance(S, self.W, t, x, t_end, self.h, st.max_step, h_min, st.rtol,
+                                               self.atol, self.scale, self.jac_move, inputs, self.K, self.Jac, self.LU, self.piv,
+                                               self.xs, self.err, self.memo, self.hf)
             self.nsteps += n
             self.nrejected += r
         if status != OK:

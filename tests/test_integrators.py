@@ -1,0 +1,174 @@
+"""Integrators against analytic solutions: orders of convergence, the stiff method on a stiff
+joint, Jacobian and factorisation reuse, RK4's stability bound, and the error norm on Huang's arm."""
+
+import re
+import warnings
+
+import numpy as np
+import pytest
+
+import flexmbs
+from flexmbs.model.loader import model_from_dict
+from flexmbs.simulate import simulate
+from flexmbs.solvers.stepper import Settings, StabilityWarning, Stepper
+from flexmbs.system import compile_model
+
+from mechanisms import compound_pendulum
+
+
+def joint_oscillator(inertia: float, stiffness: float, damping: float, q0: float = 1.0):
+    """A rigid body on a revolute joint with a spring-damper, no gravity:
+    inertia q'' + damping q' + stiffness q = 0 (the body's inertia about the axis [kg m^2])."""
+    return model_from_dict(dict(
+        name="joint_oscillator", gravity=[0, 0, 0], ground=dict(markers=[dict(name="origin")]),
+        bodies=[dict(name="bar", mass=1.0, inertia=[inertia] * 3, markers=[dict(name="pivot")])],
+        joints=[dict(name="j", type="revolute", parent="ground", parent_marker="origin", child="bar",
+                     child_marker="pivot", q0=[q0], spring=dict(stiffness=stiffness, damping=damping))],
+        solver=dict(output_step=0.1)))
+
+
+def exact_oscillator(t, inertia, stiffness, damping, q0=1.0):
+    """q(t) of inertia q'' + damping q' + stiffness q = 0 from q0 at rest (distinct roots)."""
+    lam = np.roots([inertia, damping, stiffness]).astype(complex)
+    a, b = np.linalg.solve(np.array([[1, 1], lam]), [q0, 0.0])
+    return (a * np.exp(lam[0] * t) + b * np.exp(lam[1] * t)).real
+
+
+def fixed_step(method, h):
+    """Settings that make the adaptive methods take equal steps h: a tolerance no error reaches
+    and max_step = h (the order test needs the step, not the controller, to set the error)."""
+    return dict(method=method, step=h, max_step=h, rtol=1.0, atol=1e12)
+
+
+# ------------------------------------------------------------------ orders of convergence
+
+@pytest.mark.parametrize("method, order", [("rk4", 4), ("dopri5", 5), ("implicit", 3)])
+def test_order_on_harmonic_oscillator(method, order):
+    """Global error over 1 s of an undamped 1 Hz oscillator against cos(omega t), halving h:
+    the observed order log2(e(h) / e(h/2)) is the method's order."""
+    I, k = 1.0, (2 * np.pi) ** 2
+    model = joint_oscillator(I, k, 0.0)
+    errs = []
+    for h in (0.05, 0.025, 0.0125):
+        r = simulate(model, 1.0, **fixed_step(method, h))
+        # largest over the samples: at a single extremum the phase error would drop out
+        errs.append(np.abs(r["j.q"] - exact_oscillator(r.time, I, k, 0.0)).max())
+    p = np.log2(np.array(errs[:-1]) / np.array(errs[1:]))
+    assert np.all(np.abs(p - order) < 0.35), (errs, p)
+
+
+def test_implicit_keeps_order_three_with_one_old_jacobian():
+    """ROS34PW2 is a W-method: on the nonlinear pendulum (a 2 rad swing, so the Jacobian changes
+    a lot) it keeps order 3 while using the single Jacobian of the initial state (the renewal on
+    motion switched off). Order from successive differences of step sizes (no reference)."""
+    system = compile_model(compound_pendulum(q0=2.0))
+    ends, jacs = [], []
+    for h in (0.02, 0.01, 0.005, 0.0025):
+        stepper = Stepper(system, Settings(**fixed_step("implicit", h)))
+        stepper.jac_move = np.inf
+        x = np.concatenate([system.q0, system.u0])
+        samples = []
+        for k in range(10):
+            stepper.advance(0.1 * k, x, 0.1 * (k + 1), np.zeros(1))
+            samples.append(x[0])
+        ends.append(np.array(samples))
+        jacs.append(stepper.njacobians)
+    d = np.array([np.abs(b - a).max() for a, b in zip(ends[:-1], ends[1:])])
+    p = np.log2(d[:-1] / d[1:])
+    assert jacs == [1, 1, 1, 1]
+    assert np.all(np.abs(p - 3) < 0.35), p
+
+
+# ------------------------------------------------------------------ stiff joint
+
+STIFF = dict(inertia=0.01, stiffness=100.0, damping=100.0)   # eigenvalues -1.01 and -9999 1/s
+
+
+def test_implicit_steps_at_the_accuracy_limit_on_a_stiff_joint():
+    """Overdamped stiff joint: the fast eigenvalue (-1e4 1/s) forces dopri5 to steps of
+    about 3.3/1e4 s for stability long after its transient decayed; the L-stable implicit
+    method follows the slow mode (-1 1/s). Both meet 1e-6 rad against the exact solution; the
+    implicit one takes far fewer steps, evaluates one Jacobian (the problem is linear) and
+    keeps its LU factors over most steps."""
+    model = joint_oscillator(**STIFF)
+    T = 2.0
+    runs = {m: simulate(model, T, method=m, rtol=1e-6) for m in ("dopri5", "implicit")}
+    for m, r in runs.items():
+        err = np.abs(r["j.q"] - exact_oscillator(r.time, **STIFF)).max()
+        assert err < 1e-6, (m, err)
+    ri, rd = runs["implicit"], runs["dopri5"]
+    # dopri5's stability bound alone needs T * 1e4 / 3.3 steps
+    assert rd.stats["steps"] > 0.8 * T * 9999 / 3.31
+    assert ri.stats["steps"] * 10 < rd.stats["steps"]
+    # renewed only as the joint travels (1 rad in steps of Stepper.jac_move = 0.05 rad)
+    assert ri.stats["jacobians"] <= 1 + 1.0 / 0.05
+    assert ri.stats["jacobians"] * 10 < ri.stats["steps"]
+    assert ri.stats["factorizations"] < ri.stats["steps"] / 2
+
+
+def test_implicit_reuses_jacobian_on_the_flexible_arm():
+    """Huang's two-link arm (nonlinear, 4 modes): Jacobians are re-evaluated far less often
+    than steps, and the motion agrees with dopri5 at a tight tolerance."""
+    model = flexmbs.load_model("huang_two_link")
+    r = simulate(model, 0.2, method="implicit", rtol=1e-6)
+    ref = simulate(model, 0.2, method="dopri5", rtol=1e-10)
+    assert r.stats["jacobians"] * 20 < r.stats["steps"]
+    for name in ("shoulder.q", "elbow.q"):
+        assert np.abs(r[name] - ref[name]).max() < 1e-4
+
+
+# ------------------------------------------------------------------ RK4 stability bound
+
+def test_rk4_warns_past_its_stability_bound():
+    """Undamped oscillator omega = 200 rad/s: RK4's stability interval on the imaginary axis is
+    |h omega| <= 2 sqrt(2), so the bound is 2 sqrt(2) / omega = 14.14 ms; the warning names it
+    and the mode's frequency omega / 2 pi = 31.83 Hz; a step just below it runs silently."""
+    I, k = 1.0, 200.0 ** 2
+    model = joint_oscillator(I, k, 0.0)
+    bound = 2 * np.sqrt(2) / 200.0
+    with pytest.warns(StabilityWarning, match=r"stability bound 14\.1\d ms .* 31\.8\d Hz"):
+        r = simulate(model, 2.0, method="rk4", step=1.05 * bound, output_step=2.0)
+    assert abs(r["j.q"][-1]) > 1e3   # |q| <= 1 exactly: the step past the bound amplifies
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", StabilityWarning)
+        r = simulate(model, 0.5, method="rk4", step=0.98 * bound, output_step=0.5)
+    assert np.isfinite(r["j.q"]).all()
+
+
+def test_rk4_bound_includes_damping():
+    """A damped mode (zeta = 0.5) is bounded where |R(h lambda)| = 1 on the ray of lambda,
+    found here by bisection on the stability polynomial independently of the sampled search."""
+    I, omega, zeta = 1.0, 200.0, 0.5
+    model = joint_oscillator(I, omega ** 2, 2 * zeta * omega * I)
+    lam = omega * complex(-zeta, np.sqrt(1 - zeta ** 2))
+
+    def R(h):
+        z = h * lam
+        return abs(1 + z + z ** 2 / 2 + z ** 3 / 6 + z ** 4 / 24)
+
+    lo, hi = 1e-6, 0.05
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if R(mid) <= 1 else (lo, mid)
+    with pytest.warns(StabilityWarning) as record:
+        try:
+            simulate(model, 0.5, method="rk4", step=1.02 * lo, output_step=0.5)
+        except flexmbs.SolverError:
+            pass
+    stated = float(re.search(r"stability bound ([0-9.]+) ms", str(record[0].message)).group(1)) * 1e-3
+    assert abs(stated - lo) < 2e-3 * lo
+
+
+# ------------------------------------------------------------------ error norm
+
+def test_dopri5_meets_its_tolerance_on_joint_angles_of_huangs_arm():
+    """The error norm weights modal coordinates by the deflection they cause (body size as the
+    length scale): the joint angles of Huang's arm stay within a small multiple of rtol of a
+    tight fixed-step RK4 reference (h = 20 us, about 1e-11 rad), at two tolerances."""
+    model = flexmbs.load_model("huang_two_link")
+    T = 0.5
+    ref = simulate(model, T, method="rk4", step=2e-5)
+    for rtol in (1e-5, 1e-7):
+        r = simulate(model, T, method="dopri5", rtol=rtol)
+        err = max(np.abs(r[n] - ref[n]).max() for n in ("shoulder.q", "elbow.q"))
+        assert err < 10 * rtol, (rtol, err)
