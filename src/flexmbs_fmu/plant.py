@@ -180,8 +180,9 @@ class Plant:
         before anything changes: a refused state raises ValueError and leaves the plant as it was."""
         self.configure()
         check_fields(data, {"params": dict, "inputs": list, "t": float, "x": list, "h": float, "nsteps": int,
-                            "nrejected": int, "initialized": bool, "input_error": dict,
+                            "nrejected": int, "implicit": dict, "initialized": bool, "input_error": dict,
                             "failure": (str, type(None))}, "the state")
+        self.stepper.check_implicit_memory(data["implicit"])
         if set(data["params"]) != set(self.params):
             raise ValueError("the state belongs to a model with other parameters; nothing was applied")
         finite_list(data["inputs"], self.inputs.size, "the state's inputs")

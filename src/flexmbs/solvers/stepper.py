@@ -166,8 +166,31 @@ class Stepper:
         return dict(jac=self.Jac.tolist(), lu=self.LU.tolist(), piv=self.piv.tolist(), memo=self.memo.tolist(),
                     hf=float(self.hf[0]), xj=self.K[6].tolist())
 
+    def check_implicit_memory(self, data: object) -> None:
+        """Raise ValueError unless `data` is an implicit_memory of this Stepper's size (checked
+        whole before a state is applied)."""
+        nx = self.x_size
+        shapes = {"jac": (nx, nx), "lu": (nx, nx), "piv": (nx,), "memo": (4,), "hf": (), "xj": (nx,)}
+        if not isinstance(data, dict) or set(data) != set(shapes):
+            raise ValueError(f"the state's implicit-method memory: expected the fields {sorted(shapes)}; nothing was applied")
+        for key, shape in shapes.items():
+            try:
+                value = np.asarray(data[key], dtype=float)
+            except (TypeError, ValueError):
+                value = None
+            if value is None or value.shape != shape or not np.all(np.isfinite(value)):
+                raise ValueError(f"the state's implicit-method memory: {key} is not a finite array of shape {shape}; "
+                                 "nothing was applied")
+        if np.any((np.asarray(data["piv"]) < 0) | (np.asarray(data["piv"]) >= nx)):
+            raise ValueError("the state's implicit-method memory: pivot indices out of range; nothing was applied")
+
+    @property
+    def x_size(self) -> int:
+        """Length of the state x = [q; u]."""
+        return self.system.nq + self.system.nv
+
     def restore_implicit_memory(self, data: dict) -> None:
-        """Inverse of implicit_memory."""
+        """Inverse of implicit_memory (check it first with check_implicit_memory)."""
         self.Jac[:], self.LU[:], self.piv[:], self.memo[:] = data["jac"], data["lu"], data["piv"], data["memo"]
         self.hf[0], self.K[6] = data["hf"], data["xj"]
 
