@@ -279,18 +279,19 @@ def _print_summary(model: Model, system: System, result: Result, settings: Setti
 
 # ------------------------------------------------------------------------------ modes
 
-def _parse_spin(values: Sequence[str]) -> dict[str, float]:
-    spin: dict[str, float] = {}
+def _parse_pairs(values: Sequence[str], form: str, example: str, option: str) -> dict[str, float]:
+    """NAME=NUMBER pairs of a repeatable option, e.g. --spin hub=6 or --input crank.tau=2."""
+    out: dict[str, float] = {}
     for text in values:
-        joint, sep, rate = text.partition("=")
+        name, sep, value = text.partition("=")
         try:
-            if not (sep and joint.strip()):
+            if not (sep and name.strip()):
                 raise ValueError
-            spin[joint.strip()] = float(rate)
+            out[name.strip()] = float(value)
         except ValueError:
-            raise click.BadParameter(f"expected JOINT=RATE (e.g. hub=6), got {text!r}",
-                                     param_hint="--spin") from None
-    return spin
+            raise click.BadParameter(f"expected {form} (e.g. {example}), got {text!r}",
+                                     param_hint=option) from None
+    return out
 
 
 @main.command("modes")
@@ -303,7 +304,7 @@ def _parse_spin(values: Sequence[str]) -> dict[str, float]:
 def modes_command(model_file: str, n_modes: int, spin: Sequence[str]) -> None:
     """Natural frequencies and damping ratios of MODEL, linearized about its static
     equilibrium (in the frame turning with the --spin joints)."""
-    spin_rates = _parse_spin(spin)
+    spin_rates = _parse_pairs(spin, "JOINT=RATE", "hub=6", "--spin")
     try:
         from . import modes as modes_fn
     except ImportError:
@@ -436,21 +437,6 @@ def check_command(model_file: str) -> None:
 
 # ------------------------------------------------------------------------------ animate
 
-def _parse_inputs(values: Sequence[str]) -> dict[str, float]:
-    """NAME=VALUE pairs of constant inputs."""
-    out: dict[str, float] = {}
-    for text in values:
-        name, sep, value = text.partition("=")
-        try:
-            if not (sep and name.strip()):
-                raise ValueError
-            out[name.strip()] = float(value)
-        except ValueError:
-            raise click.BadParameter(f"expected NAME=VALUE (e.g. crank.tau=2), got {text!r}",
-                                     param_hint="--input") from None
-    return out
-
-
 @main.command("animate")
 @click.argument("model_file", metavar="MODEL")
 @click.option("-o", "--out", "out_path", type=click.Path(dir_okay=False), required=True,
@@ -494,7 +480,8 @@ def animate_command(model_file: str, out_path: str, result_csv: Optional[str], t
     if result_csv is not None:
         result = result_from_csv(result_csv, system)
     else:
-        result = simulate(system, t_end, inputs=_parse_inputs(inputs) or None, progress=progress)
+        result = simulate(system, t_end, inputs=_parse_pairs(inputs, "NAME=VALUE", "crank.tau=2", "--input") or None,
+                          progress=progress)
     path = animate(result, out_path, scale=scale, speed=speed, fps=fps, max_frames=max_frames, at=at_time,
                    title=system.model.name, reference=reference)
     click.echo(f"wrote {path}")

@@ -307,7 +307,7 @@ def _parent_map(i, P, E, V, Ds, T, Psi, k, n_p):
 def _loads(S, W, q, u, inputs):
     """Point loads and spring-dampers onto the bias forces ab_pA of the bodies they act on."""
     r, A, v, w, Jv, Jw, a, al = W.abl_ra, W.abl_Aa, W.abl_va, W.abl_wa, W.abl_Jva, W.abl_Jwa, W.abl_aa, W.abl_ala
-    r2, A2, v2, w2 = W.abl_rb, W.abl_Ab, W.abl_vb, W.abl_wb
+    r2, A2, v2, w2, Jv2, Jw2, a2, al2 = W.abl_rb, W.abl_Ab, W.abl_vb, W.abl_wb, W.abl_Jvb, W.abl_Jwb, W.abl_ab, W.abl_alb
     F, T, tmp = W.ab_F, W.ab_Tq, W.ab_t
     pf_marker, sd_a, sd_b = S.pf_marker, S.sd_a, S.sd_b
     for f in range(pf_marker.shape[0]):
@@ -318,7 +318,7 @@ def _loads(S, W, q, u, inputs):
         T[k] = 0.0
     for sd in range(sd_a.shape[0]):
         marker_world(S, W, sd_a[sd], q, u, r, A, v, w, Jv, Jw, a, al, False)
-        marker_world(S, W, sd_b[sd], q, u, r2, A2, v2, w2, Jv, Jw, a, al, False)
+        marker_world(S, W, sd_b[sd], q, u, r2, A2, v2, w2, Jv2, Jw2, a2, al2, False)
         spring_damper_force(S, sd, r, r2, v, v2, F)
         _marker_wrench(S, W, sd_a[sd], q, u, F, T, -1.0)
         _marker_wrench(S, W, sd_b[sd], q, u, F, T, 1.0)
