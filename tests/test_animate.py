@@ -3,7 +3,10 @@
 The drawn geometry is checked against independent evaluations: the beam centre line (mode
 shapes at sampled stations, in numpy) against the tip sensor (the kernels' marker kinematics),
 the elastic part against the tip-deflection signal, the inertia box against the analytic box
-inertia. The HTML page is rendered in headless Chromium with the network blocked.
+inertia, the swept beam sections against the section dimensions, the sensor's rotation and the
+Euler-Bernoulli kinematics (a section stays normal to the deformed centre line), the swept mesh's
+volume against area x length. The HTML page is rendered in headless Chromium with the network
+blocked; its playback speed is read against the page's own clock.
 """
 
 from __future__ import annotations
@@ -19,10 +22,12 @@ import pytest
 from click.testing import CliRunner
 
 import flexmbs
-from flexmbs.animate import animate, html, result_from_csv, scene_of
+from flexmbs.animate import MAX_FRAMES, animate, html, result_from_csv, scene_of
 from flexmbs.cli import main
+from flexmbs.flex import sections
 from flexmbs.model.catalog import shipped_models
-from flexmbs.scene import build_scene, frame_indices, inertia_box
+from flexmbs.model.elements import Marker, Section
+from flexmbs.scene import build_scene, frame_indices, inertia_box, section_rings, sweep_faces
 
 T_END = 0.5
 
@@ -153,6 +158,111 @@ def test_superelement_nodes_follow_its_markers(tmp_path):
     assert np.max(np.abs(nodes.at(slice(None)) - at_nodes)) < 1e-2 * deflection
 
 
+BOX = dict(width=0.0127, height=0.0127, thickness=0.0016)     # huang_two_link's link 2
+
+
+def rings_at(scene, beam: str) -> np.ndarray:
+    """The drawn section vertices of a beam as (frames, stations, ring vertices, 3) [m]."""
+    sweep = scene[f"{beam} section"]
+    return sweep.at(slice(None)).reshape(scene.time.size, scene[beam].base.shape[1], -1, 3)
+
+
+def test_beam_sections_sit_on_the_centre_line_with_their_size_and_the_sensor_rotation(huang):
+    """Huang's link 2 (box tube 12.7 x 12.7 x 1.6 mm): at every station and frame the section's
+    outer and inner rectangles are centred on the drawn centre line with the section's edges;
+    at the tip their axes are the columns y, z of the tip sensor's rotation (the kernels'
+    marker kinematics); the 'chord' reference draws the same sections at scale 1."""
+    scene = scene_of(huang)
+    v = rings_at(scene, "link2")
+    outer, inner = v[:, :, :4], v[:, :, 4:]
+    centre = scene["link2"].at(slice(None))
+    for ring in (outer, inner):
+        assert np.max(np.abs(ring.mean(axis=2) - centre)) < 1e-12
+    # corners counter-clockwise from (-y, -z): edge 0-1 along section y, edge 0-3 along z
+    for ring, w, h in ((outer, BOX["width"], BOX["height"]),
+                       (inner, BOX["width"] - 2 * BOX["thickness"], BOX["height"] - 2 * BOX["thickness"])):
+        assert np.allclose(np.linalg.norm(ring[:, :, 1] - ring[:, :, 0], axis=-1), w, rtol=1e-12)
+        assert np.allclose(np.linalg.norm(ring[:, :, 3] - ring[:, :, 0], axis=-1), h, rtol=1e-12)
+    R = np.stack([[huang[f"tip.R[{i},{j}]"] for j in (1, 2, 3)] for i in (1, 2, 3)]).transpose(2, 0, 1)
+    tip = outer[:, -1]
+    assert np.max(np.abs((tip[:, 1] - tip[:, 0]) / BOX["width"] - R[:, :, 1])) < 1e-12
+    assert np.max(np.abs((tip[:, 3] - tip[:, 0]) / BOX["height"] - R[:, :, 2])) < 1e-12
+    # the tip section is turned by the bending, not only by the joints: off the root's axes
+    root = outer[:, 0]
+    assert np.max(np.abs((tip[:, 1] - tip[:, 0]) - (root[:, 1] - root[:, 0]))) / BOX["width"] > 1e-3
+    chord = scene_of(huang, reference="chord")
+    assert np.max(np.abs(rings_at(chord, "link2") - v)) < 1e-12
+
+
+def test_beam_section_stays_normal_to_the_deformed_centre_line(huang):
+    """Euler-Bernoulli kinematics: a section's normal (y x z of its drawn outline, from the
+    rotation mode shapes) is the tangent of the deformed centre line (central differences of
+    the centre line from the translation mode shapes, stations x +- 1e-5 m added as markers).
+    The model turns a section by the small rotation vector Psi eta, whose angle is the slope
+    theta = |(v', w')| of the deflection, while the tangent's angle is atan(theta): they differ
+    by theta - atan(theta) ~ theta^3 / 3, below 1e-6 for slopes below 0.014 (this run bends
+    link 2 to slopes of 0.03)."""
+    model = flexmbs.load_model("huang_two_link")
+    stations, h = (0.3, 0.6, 0.9), 1e-5
+    model.body("link2").markers += [Marker(f"s{k}_{i}", x=x + d) for k, x in enumerate(stations)
+                                     for i, d in enumerate((-h, 0.0, h))]
+    system = flexmbs.compile_model(model)
+    scene = build_scene(system, huang.time, huang.states)
+    x = scene["link2"]
+    grid = np.union1d(np.linspace(0.0, 1.02, 17), [s + d for s in stations for d in (-h, 0.0, h)] + [0.0, 1.02])
+    line = x.at(slice(None))
+    assert line.shape[1] == grid.size
+    v = rings_at(scene, "link2")
+    for s in stations:
+        k = int(np.argmin(np.abs(grid - s)))
+        assert grid[k - 1] == pytest.approx(s - h) and grid[k + 1] == pytest.approx(s + h)
+        tangent = (line[:, k + 1] - line[:, k - 1]) / (grid[k + 1] - grid[k - 1])
+        tangent /= np.linalg.norm(tangent, axis=1, keepdims=True)
+        ring = v[:, k, :4]
+        normal = np.cross(ring[:, 1] - ring[:, 0], ring[:, 3] - ring[:, 0])
+        normal /= np.linalg.norm(normal, axis=1, keepdims=True)
+        undeformed = x.base[:, k + 1] - x.base[:, k - 1]
+        undeformed /= np.linalg.norm(undeformed, axis=1, keepdims=True)
+        slope = np.linalg.norm(np.cross(tangent, undeformed), axis=1)
+        theta = np.tan(np.arcsin(slope))       # the slope |(v', w')| of the deflection
+        assert theta.max() > 1e-2                # the beam does bend there
+        gap = np.linalg.norm(normal - tangent, axis=1)
+        assert np.max(np.abs(gap - (theta - np.arctan(theta)))) < 1e-9
+        assert np.max(gap[theta < 0.014]) < 1e-6
+
+
+@pytest.mark.parametrize("section, area", [
+    (Section("rectangle", width=0.02, height=0.01), sections.rectangle(0.02, 0.01).A),
+    (Section("box_tube", width=0.02, height=0.01, thickness=0.002), sections.box_tube(0.02, 0.01, 0.002).A),
+    # a polygon of 24 vertices on the circle: 24/2 r^2 sin(2 pi / 24)
+    (Section("circle", diameter=0.02), 12 * 0.01 ** 2 * np.sin(np.pi / 12)),
+    (Section("tube", outer_diameter=0.02, thickness=0.003), 12 * (0.01 ** 2 - 0.007 ** 2) * np.sin(np.pi / 12)),
+    (Section("explicit", A=4e-4, Iy=8e-8, Iz=2e-8, J=1e-8), 4e-4),
+])
+def test_swept_section_is_a_closed_solid_of_the_section_area(section, area):
+    """The mesh of a section swept along a straight beam of length 0.7 m: every edge is shared
+    by two triangles in opposite directions (closed, consistently oriented) and its volume
+    (divergence theorem) is area x length; rings are centred, outer first."""
+    rings = section_rings(section)
+    outline = np.concatenate(rings)
+    stations = np.linspace(0.0, 0.7, 6)
+    vertices = np.concatenate([np.column_stack([np.full(len(outline), x), outline]) for x in stations])
+    faces = sweep_faces(tuple(len(r) for r in rings), stations.size)
+    edges = [(t[a], t[(a + 1) % 3]) for t in faces for a in range(3)]
+    assert len(set(edges)) == len(edges) and all((b, a) in set(edges) for a, b in edges)
+    a, b, c = (vertices[faces[:, i]] for i in range(3))
+    volume = np.einsum("ti,ti->t", a, np.cross(b, c)).sum() / 6.0
+    assert volume == pytest.approx(area * 0.7, rel=1e-12)
+    for ring in rings:
+        assert np.allclose(ring.mean(axis=0), 0.0, atol=1e-15)
+    if section.shape == "explicit":          # drawn with its area and its Iy / Iz ratio
+        w, h = np.ptp(rings[0], axis=0)
+        assert h / w == pytest.approx(np.sqrt(8e-8 / 2e-8), rel=1e-12)
+    if section.shape == "tube":
+        assert np.allclose(np.linalg.norm(rings[0], axis=1), 0.01, rtol=1e-12)
+        assert np.allclose(np.linalg.norm(rings[1], axis=1), 0.007, rtol=1e-12)
+
+
 def test_inertia_box_recovers_the_box_edges():
     """A uniform box a x b x c turned by R: inertia m/12 (b^2 + c^2, ...) rotated; the box drawn
     for it has those edges along those axes."""
@@ -222,6 +332,63 @@ def test_html_is_self_contained(huang):
     deform = np.frombuffer(base64.b64decode(item["deform"]), "<f4").reshape(20, item["n"], 3)
     idx = frame_indices(huang.time, max_frames=20)
     assert np.max(np.abs(base[:, -1] + deform[:, -1] - sensor(huang, "tip")[idx])) < 1e-6
+
+
+def page_data(page: str) -> dict:
+    """The player's data in a page, with each item's frames decoded from float32 base64."""
+    import base64
+
+    data = json.loads(re.search(r'<script id="flexmbs-data" type="application/json">(.*?)</script>',
+                                page, re.S).group(1))
+    for item in data["items"]:
+        for key in ("base", "deform", "axes_base", "axes_deform"):
+            if item.get(key) is not None:
+                item[key] = np.frombuffer(base64.b64decode(item[key]), "<f4")
+    return data
+
+
+def test_long_runs_are_decimated_to_exact_samples(huang, tmp_path):
+    """max_frames keeps at most that many output samples, evenly spread, first and last
+    included: every kept time is one of the run's own, and the frame there is the run's state
+    (the beam's end is the tip sensor at that sample). The page says so."""
+    path = huang.animate(str(tmp_path / "run.html"), max_frames=30)
+    page = path.read_text()
+    data = page_data(page)
+    kept = np.array(data["time"])
+    assert kept.size == 30 and kept[0] == huang.time[0] and kept[-1] == huang.time[-1]
+    idx = np.searchsorted(huang.time, kept)
+    assert np.array_equal(huang.time[idx], kept)            # exact samples, not interpolated
+    steps = np.diff(idx)
+    assert steps.max() - steps.min() <= 1                    # evenly spread
+    item = [i for i in data["items"] if i["kind"] == "line"][0]
+    end = (item["base"] + item["deform"]).reshape(30, item["n"], 3)[:, -1]
+    assert np.max(np.abs(end - sensor(huang, "tip")[idx])) < 1e-6
+    assert "30 of 101 output samples" in page
+    assert "output samples" not in html(scene_of(huang), samples=huang.time.size)   # all kept: no note
+    with pytest.raises(ValueError, match="max_frames 1"):
+        huang.animate(str(tmp_path / "run.html"), max_frames=1)
+
+
+@pytest.fixture(scope="module")
+def long_run(huang):
+    """A 5 s run of Huang's arm at 1 ms output (5001 samples): the states of the 0.5 s run
+    stretched over it (what is checked with it depends only on the counts and the times)."""
+    t = np.linspace(0.0, 5.0, 5001)
+    states = np.column_stack([np.interp(t, 10.0 * huang.time, c) for c in huang.states.T])
+    return flexmbs.Result(t, {}, {}, {}, states, system=huang.system)
+
+
+def test_page_of_a_long_run_is_compact(long_run, tmp_path):
+    """A 5 s run at 1 ms output keeps MAX_FRAMES = 400 frames and adds at most 1.5 MB to
+    plotly.js: float32 frames, no displacement for rigid parts, two axes per beam station for
+    the sections."""
+    from plotly.offline import get_plotlyjs
+
+    path = long_run.animate(str(tmp_path / "long.html"))
+    data = page_data(path.read_text())
+    assert len(data["time"]) == MAX_FRAMES == 400
+    assert [i["deform"] is None for i in data["items"][:2]] == [True, True]   # rigid bodies, links
+    assert path.stat().st_size - len(get_plotlyjs()) < 1.5e6
 
 
 def _chromium() -> str:
@@ -306,6 +473,115 @@ def test_browser_draws_the_tip_where_the_sensor_is(page, huang, tmp_path):
         assert np.max(np.abs(tip - sensor(huang, "tip")[k])) < 1e-6
 
 
+def test_browser_draws_the_sections_the_scene_has(page, huang, tmp_path):
+    """The section mesh plotly draws (built in the page from the section axes) at a frame and a
+    deformation scale is the scene's Sweep there (float32)."""
+    k, scale = 60, 20.0
+    run = _browse(page, f"frame={k}&scale={scale:g}&dump=1", tmp_path, "--dump-dom")
+    m = re.search(r'<pre id="flexmbs-dump">(.*?)</pre>', run.stdout, re.S)
+    assert m and m.group(1), run.stderr[-2000:]
+    drawn = json.loads(m.group(1).replace("&quot;", '"'))
+    assert drawn["frame"] == k and drawn["scale"] == scale
+    mesh = [t for t in drawn["traces"] if t["name"] == "link2 section"][0]
+    got = np.column_stack([mesh["x"], mesh["y"], mesh["z"]])
+    want = scene_of(huang)["link2 section"].at(k, scale)
+    assert got.shape == want.shape
+    assert np.max(np.abs(got - want)) < 1e-6
+
+
+class _DevTools:
+    """Headless Chromium driven over the DevTools protocol on a pipe (--remote-debugging-pipe:
+    the browser reads commands, JSON ending in a NUL byte, from fd 3 and answers on fd 4), in
+    real time, with every network request sent to a dead proxy."""
+
+    def __init__(self, tmp: Path) -> None:
+        import os
+
+        child_in, self._to_child = os.pipe()         # (read end, write end)
+        self._from_child, child_out = os.pipe()
+        self._buffer, self._id = b"", 0
+
+        def fds() -> None:
+            os.dup2(child_in, 3)
+            os.dup2(child_out, 4)
+
+        args = [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                "--disable-background-networking", "--disable-component-update", f"--user-data-dir={tmp / 'profile'}",
+                "--proxy-server=127.0.0.1:9", "--enable-unsafe-swiftshader", "--window-size=500,350",
+                "--disable-renderer-backgrounding", "--disable-background-timer-throttling",
+                "--disable-backgrounding-occluded-windows", "--remote-debugging-pipe", "about:blank"]
+        self.proc = subprocess.Popen(args, preexec_fn=fds, close_fds=False, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL)
+        os.close(child_in)
+        os.close(child_out)
+
+    def send(self, method: str, session: str = "", **params) -> dict:
+        """One command; its result (events in between are skipped)."""
+        import os
+
+        self._id += 1
+        message = dict(id=self._id, method=method, params=params, **({"sessionId": session} if session else {}))
+        os.write(self._to_child, json.dumps(message).encode() + b"\0")
+        while True:
+            while b"\0" not in self._buffer:
+                chunk = os.read(self._from_child, 1 << 16)
+                assert chunk, "Chromium closed its DevTools pipe"
+                self._buffer += chunk
+            text, self._buffer = self._buffer.split(b"\0", 1)
+            answer = json.loads(text)
+            if answer.get("id") == self._id:
+                assert "error" not in answer, answer
+                return answer["result"]
+
+    def close(self) -> None:
+        import os
+
+        self.proc.kill()
+        self.proc.wait(timeout=30)
+        os.close(self._to_child)
+        os.close(self._from_child)
+
+
+def played(page: Path, speed: float, shown_until: float, tmp: Path) -> np.ndarray:
+    """Play page at speed in real time until the simulated time shown reaches shown_until [s];
+    (page clock performance.now() [s], simulated time shown [s]) at each frame drawn."""
+    import time
+
+    browser = _DevTools(tmp)
+    try:
+        target = browser.send("Target.createTarget", url=f"{page.resolve().as_uri()}?play=1&speed={speed:g}&dump=1")
+        session = browser.send("Target.attachToTarget", targetId=target["targetId"], flatten=True)["sessionId"]
+        deadline = time.monotonic() + 120.0
+        while time.monotonic() < deadline:
+            value = browser.send("Runtime.evaluate", session, returnByValue=True,
+                                 expression="document.getElementById('flexmbs-dump').textContent")["result"]
+            dump = json.loads(value.get("value") or "{}")
+            if dump.get("played") and dump["played"][-1][1] >= shown_until:
+                assert dump["speed"] == speed
+                return np.array(dump["played"]) * [1e-3, 1.0]
+            time.sleep(0.2)
+        raise AssertionError(f"the page did not play to {shown_until} s in 120 s")
+    finally:
+        browser.close()
+
+
+def test_browser_plays_at_the_chosen_speed(long_run, tmp_path):
+    """Real-time playback of a 5 s run in headless Chromium: the simulated time shown against
+    the page's own clock (performance.now()) advances at the chosen speed, and at speed 2 twice
+    as fast as at speed 1 (within 10 %; the shown sample lags the clock by up to one frame
+    step, 12.5 ms, and the first 2 s of the run are timed)."""
+    page = long_run.animate(str(tmp_path / "long.html"))
+    rates = {}
+    for speed in (1.0, 2.0):
+        tmp = tmp_path / f"s{speed:g}"
+        tmp.mkdir()
+        clock, shown = played(page, speed, 4.0, tmp).T
+        assert clock.size >= 5, f"only {clock.size} frames drawn"
+        rates[speed] = np.polyfit(clock, shown, 1)[0]
+        assert rates[speed] == pytest.approx(speed, rel=0.1)
+    assert rates[2.0] / rates[1.0] == pytest.approx(2.0, rel=0.1)
+
+
 def test_browser_plays_to_the_end(page, huang, tmp_path):
     """play (started by the URL) advances through the frames and stops at the last one. Speed
     is not checked: headless Chromium's virtual clock does not keep real time."""
@@ -350,6 +626,10 @@ def test_cli_animate(huang, tmp_path):
     res = runner.invoke(main, ["animate", "huang_two_link", "--t-end", "0.1", "--input", "shoulder", "-o",
                                str(tmp_path / "x.html")])
     assert res.exit_code != 0 and "NAME=VALUE" in res.output
+    res = runner.invoke(main, ["animate", "huang_two_link", "--result", str(csv), "--max-frames", "10", "-o",
+                               str(tmp_path / "x.html")])
+    assert res.exit_code == 0, res.output
+    assert "10 of the run's 101 output samples" in res.output
 
 
 # ------------------------------------------------------------------------------ time plots

@@ -23,6 +23,7 @@ from typing import Any, Callable, Optional, Sequence
 import click
 import numpy as np
 
+from .animate import MAX_FRAMES
 from .model import JOINT_NQ, JOINT_NV, METHODS, ModelError, load_model
 from .model.elements import Model, Profile
 from .model.validate import _PROFILE_FIELDS
@@ -456,8 +457,8 @@ def check_command(model_file: str) -> None:
               help="Playback speed, times real time.")
 @click.option("--fps", type=click.FloatRange(min=0.0, min_open=True), default=25.0, show_default=True,
               help="Frames per second of a GIF/MP4.")
-@click.option("--max-frames", type=click.IntRange(min=2), default=1000, show_default=True,
-              help="Most samples the HTML player holds (evenly spread over the run).")
+@click.option("--max-frames", type=click.IntRange(min=2), default=MAX_FRAMES, show_default=True,
+              help="Most output samples the HTML player holds (evenly spread over the run, exact samples).")
 @click.option("--at", "at_time", type=float, default=None,
               help="Time [s] of the frame of a .png (default: the end).")
 @click.option("--progress/--no-progress", default=False, show_default=True,
@@ -468,6 +469,7 @@ def animate_command(model_file: str, out_path: str, result_csv: Optional[str], t
                     max_frames: int, at_time: Optional[float], progress: bool) -> None:
     """Animate a run of MODEL in 3-D: simulate to --t-end (or read --result) and write -o."""
     from .animate import FORMATS, animate, result_from_csv
+    from .scene import frame_indices
 
     if not out_path.lower().endswith(FORMATS):
         raise click.BadParameter(f"{out_path}: the name must end in one of {', '.join(FORMATS)}",
@@ -484,6 +486,10 @@ def animate_command(model_file: str, out_path: str, result_csv: Optional[str], t
                           progress=progress)
     path = animate(result, out_path, scale=scale, speed=speed, fps=fps, max_frames=max_frames, at=at_time,
                    title=system.model.name, reference=reference)
+    shown = frame_indices(result.time, max_frames=max_frames).size
+    if path.suffix.lower() == ".html" and shown < result.time.size:
+        click.echo(f"the page holds {shown} of the run's {result.time.size} output samples, evenly spread "
+                   f"(raise --max-frames for more)")
     click.echo(f"wrote {path}")
 
 

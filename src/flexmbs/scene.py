@@ -3,21 +3,23 @@ renderers (`flexmbs.animate`: the HTML player and the matplotlib GIF/MP4/PNG pat
 
 Every pose comes from the states through the kernels (`kernels.kinematics.forward` for the body
 frames, `marker_world` for the markers), so nothing depends on the model having sensors.
-Flexible bodies are drawn through their mode shapes at sampled stations. Every drawn point is
-split into its rigid part (where it sits on the undeformed body) and its elastic displacement,
-both in the world frame [m], so that a viewer can scale the deformation:
-drawn = base + scale * deform.
+Flexible bodies are drawn through their mode shapes at sampled stations: a beam as its centre
+line and its cross-section swept along it, each section turned by its own small rotation
+(the rotation mode shapes). Every drawn point is split into its rigid part (where it sits on the
+undeformed body) and its elastic displacement, both in the world frame [m], so that a viewer can
+scale the deformation: drawn = base + scale * deform.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Union
 
 import numpy as np
 
 from .flex.invariants import FlexBodyData
 from .model import inertia_matrix
+from .model.elements import Section
 from .system import System, body_size
 
 # The 12 triangles of a box whose 8 corners are numbered by bits (x, y, z) = (i & 1, i & 2, i & 4).
@@ -27,6 +29,9 @@ BOX_TRIANGLES = np.array([
     [0, 2, 6], [0, 6, 4], [1, 5, 7], [1, 7, 3],      # -x, +x
 ])
 _CORNERS = np.array([[(i & 1) * 2 - 1, (i >> 1 & 1) * 2 - 1, (i >> 2 & 1) * 2 - 1] for i in range(8)], float)
+
+# vertices of a drawn circle (circle and tube sections)
+CIRCLE_VERTICES = 24
 
 # joint types drawn with their axis (the first axis, in the parent marker frame)
 _AXIS_JOINTS = ("revolute", "prismatic", "cylindrical", "universal")
@@ -51,19 +56,62 @@ class Points:
 
 
 @dataclass(frozen=True)
+class Sweep:
+    """A beam's cross-section swept along its deformed centre line, as a triangle mesh.
+
+    centre: the beam's centre line (Points of kind 'line', p stations); axes_base (frames, 2, 3):
+    world directions of the undeformed section axes y and z (the reference frame's y and z: the
+    beam is straight along x), axes_deform (frames, p, 2, 3): what each station's section
+    rotation adds to them, so that a section's axes are axes_base + scale * axes_deform (exact at
+    scale 1, the small-rotation extrapolation of it otherwise, like the centre line);
+    outline (m, 2): the section's ring vertices (y, z) [m] about the centre line (the outer
+    ring, then the inner one of a hollow section); faces (t, 3): triangles of the mesh, indexing
+    the vertices station by station (m per station).
+    Drawn vertices: at(frame, scale) (.., p * m, 3) [m], linear in scale like Points."""
+
+    name: str
+    centre: Points
+    axes_base: np.ndarray
+    axes_deform: np.ndarray
+    outline: np.ndarray
+    faces: np.ndarray
+    kind = "sweep"
+    names: tuple[str, ...] = ()
+
+    def at(self, frame: Union[int, slice], scale: float = 1.0) -> np.ndarray:
+        """Drawn vertices (points, 3) (or (frames, points, 3) for a slice) [m] at a frame for a
+        deformation scale factor: centre + y * (y axis) + z * (z axis) of each ring vertex."""
+        c = self.centre.at(frame, scale)
+        axes = self.axes_base[frame][..., None, :, :] + scale * self.axes_deform[frame]
+        v = c[..., :, None, :] + np.einsum("mk,...pkj->...pmj", self.outline, axes)
+        return v.reshape(*v.shape[:-3], -1, 3)
+
+    @property
+    def base(self) -> np.ndarray:
+        """Vertices of the undeformed sections (frames, points, 3) [m]."""
+        return self.at(slice(None), 0.0)
+
+    @property
+    def deform(self) -> np.ndarray:
+        """Elastic displacement of the vertices (frames, points, 3) [m]."""
+        return self.at(slice(None), 1.0) - self.base
+
+
+@dataclass(frozen=True)
 class Scene:
     """The drawn geometry of a run. time (frames,) [s]; items: the Points sets (rigid bodies as
     one 'mesh' of boxes, rigid-body links from origin to markers, one line per beam (points for
-    a superelement's nodes), markers, joints, joint axes); box_bodies: the body of each box;
-    size: the extent of the mechanism [m] (to size symbols)."""
+    a superelement's nodes), markers, joints, joint axes) and one Sweep per beam (its sections,
+    named '<beam> section'); box_bodies: the body of each box; size: the extent of the mechanism
+    [m] (to size symbols)."""
 
     model: str
     time: np.ndarray
-    items: tuple[Points, ...]
+    items: tuple[Union[Points, Sweep], ...]
     box_bodies: tuple[str, ...]
     size: float
 
-    def __getitem__(self, name: str) -> Points:
+    def __getitem__(self, name: str) -> Union[Points, Sweep]:
         for item in self.items:
             if item.name == name:
                 return item
@@ -89,20 +137,85 @@ def inertia_box(mass: float, inertia_com: np.ndarray, min_half: float) -> tuple[
     return np.maximum(half, min_half), axes
 
 
-def _flex_points(d: FlexBodyData, extra_x: list[float]) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
+def _flex_points(d: FlexBodyData, extra_x: list[float]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool]:
     """Sampled points of a flexible body: undeformed positions s0 (p, 3) [m], translational mode
-    shapes Phi (p, 3, n) [m], foreshortening matrices H (p, n, n) [1/m] (body frame), and
-    whether they form a line (beam stations) or a cloud (superelement nodes)."""
+    shapes Phi (p, 3, n) [m], section-rotation mode shapes Psi (p, 3, n) [rad] (zero for a
+    superelement, drawn without sections), foreshortening matrices H (p, n, n) [1/m] (body
+    frame), and whether they form a line (beam stations) or a cloud (superelement nodes)."""
     if d.beam is not None:
         n_el = d.beam.n_el
         x = np.union1d(np.linspace(0.0, d.length, 4 * n_el + 1), np.asarray(extra_x, float))
         shapes = [d.marker(x=float(xi)) for xi in x]
-        return (np.array([s[0] for s in shapes]), np.array([s[1] for s in shapes]),
-                np.array([s[3] for s in shapes]), True)
+        return tuple(np.array([sh[j] for sh in shapes]) for j in range(4)) + (True,)
     nodes = d.node_positions
     dpn = d.dofs_per_node
     Phi = np.stack([d.nodal_modes[dpn * i:dpn * i + 3] for i in range(nodes.shape[0])])
-    return nodes.copy(), Phi, np.zeros((nodes.shape[0], d.n, d.n)), False
+    return nodes.copy(), Phi, np.zeros_like(Phi), np.zeros((nodes.shape[0], d.n, d.n)), False
+
+
+def _rectangle(width: float, height: float) -> np.ndarray:
+    """Corners (4, 2) (y, z) [m] of a width x height rectangle about its centre, counter-clockwise."""
+    return 0.5 * np.array([[-width, -height], [width, -height], [width, height], [-width, height]])
+
+
+def _circle(diameter: float) -> np.ndarray:
+    """CIRCLE_VERTICES points (y, z) [m] on a circle of the diameter about its centre, counter-clockwise."""
+    angle = np.linspace(0.0, 2.0 * np.pi, CIRCLE_VERTICES, endpoint=False)
+    return 0.5 * diameter * np.column_stack([np.cos(angle), np.sin(angle)])
+
+
+def section_rings(section: Section) -> tuple[np.ndarray, ...]:
+    """The outline of a beam section as rings of vertices (m, 2) (y, z) [m] about the centre line,
+    counter-clockwise: one ring for a solid section, the outer and the inner one (same vertex
+    count) for a hollow one. An explicit section (constants only) is drawn as the rectangle with
+    its area A and its ratio of second moments: height / width = sqrt(Iy / Iz)."""
+    if section.shape == "rectangle":
+        return (_rectangle(section.width, section.height),)
+    if section.shape == "circle":
+        return (_circle(section.diameter),)
+    if section.shape == "tube":
+        return _circle(section.outer_diameter), _circle(section.outer_diameter - 2.0 * section.thickness)
+    if section.shape == "box_tube":
+        t = section.thickness
+        return _rectangle(section.width, section.height), _rectangle(section.width - 2 * t, section.height - 2 * t)
+    if section.shape == "explicit":
+        width = np.sqrt(section.A * np.sqrt(section.Iz / section.Iy))
+        return (_rectangle(width, section.A / width),)
+    raise ValueError(f"section shape {section.shape!r}: cannot draw it (rectangle, circle, tube, box_tube, explicit)")
+
+
+def sweep_faces(rings: tuple[int, ...], stations: int) -> np.ndarray:
+    """Triangles (t, 3) of a section with rings of these vertex counts (counter-clockwise in
+    (y, z), outer ring first) swept over stations along +x (vertex index = station * sum(rings) +
+    ring offset + vertex): the side walls of each ring between consecutive stations and the end
+    caps (a fan for a solid section, the annulus between the outer and inner ring for a hollow
+    one). Every triangle's vertices turn counter-clockwise seen from outside the solid, so the
+    mesh is closed and consistently oriented outwards."""
+    m = sum(rings)
+    faces = []
+    offset = 0
+    for r, count in enumerate(rings):
+        j = np.arange(count)
+        a, b = offset + j, offset + (j + 1) % count
+        for p in range(stations - 1):
+            lo, hi = p * m, (p + 1) * m
+            wall = np.concatenate([np.column_stack([lo + a, hi + b, hi + a]),
+                                   np.column_stack([lo + a, lo + b, hi + b])])
+            faces.append(wall if r == 0 else wall[:, ::-1])     # an inner ring's wall faces its hole
+        offset += count
+    for p in (0, stations - 1):
+        o = p * m
+        if len(rings) == 1:
+            j = np.arange(1, rings[0] - 1)
+            cap = np.column_stack([np.full(j.size, o), o + j, o + j + 1])
+        else:
+            n = rings[0]
+            j = np.arange(n)
+            outer, outer_next = o + j, o + (j + 1) % n
+            cap = np.concatenate([np.column_stack([outer, outer_next, n + outer_next]),
+                                  np.column_stack([outer, n + outer_next, n + outer])])
+        faces.append(cap if p > 0 else cap[:, ::-1])            # the root cap faces -x
+    return np.concatenate(faces).astype(np.int64)
 
 
 def _kernel_poses(system: System, states: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -151,6 +264,24 @@ def _chord_turn(axis: np.ndarray, chord: np.ndarray) -> np.ndarray:
     return out
 
 
+def _sweep(centre: Points, section: Section, A_body: np.ndarray, A_ref: np.ndarray, psi: np.ndarray) -> Sweep:
+    """The section swept along a beam's centre line: station k's section axes are the columns y, z
+    of A_body expmap(psi[k]) (psi (f, p, 3): the small section rotations [rad], body frame, as
+    the kernels turn a marker), measured from the reference frame's A_ref (f, 3, 3) axes."""
+    from .kernels.rotations import expmap
+
+    E = np.zeros(psi.shape + (3,))
+    for f in range(psi.shape[0]):
+        for k in range(psi.shape[1]):
+            expmap(np.ascontiguousarray(psi[f, k]), E[f, k])
+    # world section axes y, z as rows: (f, p, 2, 3)
+    axes = np.einsum("fij,fpjk->fpki", A_body, E[..., 1:])
+    axes_base = np.swapaxes(A_ref[:, :, 1:], 1, 2)
+    rings = section_rings(section)
+    faces = sweep_faces(tuple(len(ring) for ring in rings), centre.base.shape[1])
+    return Sweep(f"{centre.name} section", centre, axes_base, axes - axes_base[:, None], np.concatenate(rings), faces)
+
+
 REFERENCES = ("body", "chord")
 
 
@@ -186,7 +317,7 @@ def build_scene(system: System, time: np.ndarray, states: np.ndarray, reference:
         i = index[bn]
         e0, n = system.body_eta[bn]
         body = model.body(bn)
-        s0, Phi, H, line = _flex_points(d, [mk.x for mk in body.markers if mk.x is not None])
+        s0, Phi, Psi, H, line = _flex_points(d, [mk.x for mk in body.markers if mk.x is not None])
         eta = states[:, e0:e0 + n]
         u = np.einsum("pin,fn->fpi", Phi, eta)
         u[:, :, 0] -= 0.5 * np.einsum("fn,pnm,fm->fp", eta, H, eta)
@@ -196,7 +327,10 @@ def build_scene(system: System, time: np.ndarray, states: np.ndarray, reference:
             ref_A[:, i] = _chord_turn(A[:, i, :, 0], tip - r[:, i]) @ A[:, i]
             rebased = _split(r[:, i], ref_A[:, i], s0, u)[0]
             base, deform = rebased, base + deform - rebased
-        flex_items.append(Points(bn, "line" if line else "points", base, deform))
+        centre = Points(bn, "line" if line else "points", base, deform)
+        flex_items.append(centre)
+        if line and body.section is not None:
+            flex_items.append(_sweep(centre, body.section, A[:, i], ref_A[:, i], np.einsum("pin,fn->fpi", Psi, eta)))
 
     # markers: kernel pose split into the rigid part (marker at its undeformed place) and the rest
     mk_names = sorted(system.markers, key=system.markers.get)
@@ -262,4 +396,5 @@ def frame_indices(time: np.ndarray, max_frames: Optional[int] = None, fps: Optio
     return np.unique(np.round(np.linspace(0, time.size - 1, max_frames)).astype(int))
 
 
-__all__ = ["BOX_TRIANGLES", "Points", "Scene", "build_scene", "frame_indices", "inertia_box"]
+__all__ = ["BOX_TRIANGLES", "Points", "Scene", "Sweep", "build_scene", "frame_indices", "inertia_box",
+           "section_rings", "sweep_faces"]
