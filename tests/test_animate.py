@@ -502,8 +502,12 @@ class _DevTools:
         self._buffer, self._id = b"", 0
 
         def fds() -> None:
-            os.dup2(child_in, 3)
-            os.dup2(child_out, 4)
+            # through fds other than 3 and 4: dup2 onto itself would keep the close-on-exec flag,
+            # and the pipe's own fds may be 3 or 4
+            os.dup2(child_in, 100)
+            os.dup2(child_out, 101)
+            os.dup2(100, 3)
+            os.dup2(101, 4)
 
         args = [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
                 "--disable-background-networking", "--disable-component-update", f"--user-data-dir={tmp / 'profile'}",
