@@ -1,157 +1,264 @@
 #!/usr/bin/env python
-"""FMI overhead of the plant FMU, side by side with flexmbs.simulate in one process.
+"""Per-step FMI cost and real-time factor of the plant FMU, side by side with the plant run
+directly, through three hosts: fmpy, libcosim (the Open Simulation Platform's C++ master) and
+a C host (tests/c_host.c, compiled here).
 
-    python benchmarks/fmu_overhead.py [--t-end 2] [--repeats 5] [--json out.json]
+    python benchmarks/fmu_overhead.py [--steps 2000] [--rounds 5] [--json]
 
-Model: Huang's flexible two-link arm with 4 modes (models/huang_two_link.yaml), torque inputs
-0.4 sin(2 pi t) and 0.1 N m at both joints, communication (and output) step 1 ms.
+Model: Huang's flexible two-link arm with 4 modes (huang_two_link), communication step 1 ms,
+torque inputs held per step. Two solver settings: RK4 at 1 ms (one RK4 step per
+communication step: the integration is cheap, so the FMI layer shows) and the model file's
+default (dopri5, rtol 1e-8).
 
-* direct: flexmbs.simulate(model, t_end, output_step=1e-3, inputs=f) (samples held like a
-  co-simulation master holds them; outputs evaluated for every sample).
-* fmu: the built FMU in fmpy's FMU2Slave API, a master loop that sets both inputs, calls
-  doStep and reads every output at each of the t_end / 1 ms steps.
+Per step, every host sets the 2 torque inputs, calls doStep and reads the outputs a servo
+master connects (the joint angles and rates, 4 values); libcosim reads them through its
+last-value observer (it reads every output each step).
 
-Reported: wall times (best of `repeats` interleaved rounds), the ratio fmu / direct (goal
-<= 1.3) and the real-time factor t_end / wall of the FMU run (goal > 50). Also, in a new
-process once the per-user caches are warm: the time of fmi2Instantiate (imports, model file,
-FE model; goal well under 1 s) and of initialisation up to the first step (loading the cached
-numba kernels).
+* direct: the same plant object without FMI (flexmbs_fmu.plant.Plant: set 2 inputs, step,
+  make the 4 outputs valid), in this process: the integration cost.
+* FMI cost per step = host per step - direct per step; real-time factor = 1 ms / host per step.
+
+Rounds are interleaved (direct, fmpy, C host, libcosim, direct, ...); reported per step: min
+and median over rounds. The servo demo (7 FMUs, 1 ms) runs through our fmpy master
+(flexmbs_fmu.cosim.Master) and libcosim on its SSP package, once each after a warm-up.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import subprocess
 import sys
 import tempfile
-import textwrap
 import time
 from pathlib import Path
 
-import numpy as np
+import yaml
 
 from flexmbs.model.catalog import models_dir
 
-MODEL = models_dir() / "huang_two_link.yaml"
+HERE = Path(__file__).resolve().parent
+C_HOST = HERE.parent / "tests" / "c_host.c"
 H = 1e-3
+TORQUES = {"shoulder.tau": 0.3, "elbow.tau": -0.1}
+READ = ["shoulder.q", "shoulder.qd", "elbow.q", "elbow.qd"]
 
 
-def torques(t: float) -> dict:
-    return {"shoulder.tau": 0.4 * np.sin(2 * np.pi * t), "elbow.tau": 0.1}
+def model_variant(folder: Path, method: str | None) -> Path:
+    """huang_two_link.yaml, with solver method RK4 at 1 ms when `method` is 'rk4'."""
+    data = yaml.safe_load((models_dir() / "huang_two_link.yaml").read_text())
+    name = "huang_two_link"
+    if method == "rk4":
+        data.setdefault("solver", {}).update({"method": "rk4", "step": H})
+        name = "huang_two_link_rk4"
+    data["name"] = name
+    path = folder / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
 
 
-def run_direct(t_end: float) -> float:
-    import flexmbs
+def per_step_direct(model: Path, steps: int) -> float:
+    from flexmbs import load_model
+    from flexmbs_fmu.plant import Plant
 
-    model = flexmbs.load_model(MODEL)
+    plant = Plant(load_model(model))
+    plant.initialize(0.0)
+    slots = [plant.interface.variables[[v.name for v in plant.interface.variables].index(n)].slot for n in READ]
+    inputs = [plant.system.inputs.index(n) for n in TORQUES]
+    values = list(TORQUES.values())
     t0 = time.perf_counter()
-    flexmbs.simulate(model, t_end, output_step=H, inputs=torques)
-    return time.perf_counter() - t0
+    for k in range(steps):
+        for i, v in zip(inputs, values):
+            plant.set_input(i, v)
+        plant.step(k * H, H)
+        plant.refresh(1)
+        plant.y[slots].sum()
+    return (time.perf_counter() - t0) / steps
 
 
-def run_fmu(path: str, t_end: float) -> float:
+class FmpyHost:
+    def __init__(self, path: str) -> None:
+        from fmpy import extract, read_model_description
+        from fmpy.fmi2 import FMU2Slave
+
+        md = read_model_description(path)
+        self.vr = {v.name: v.valueReference for v in md.modelVariables}
+        self.dir = extract(path)
+        self.fmu = FMU2Slave(guid=md.guid, unzipDirectory=self.dir, modelIdentifier=md.coSimulation.modelIdentifier,
+                             instanceName="bench")
+        self.fmu.instantiate()
+        self.t = 0.0
+
+    def per_step(self, steps: int) -> float:
+        fmu = self.fmu
+        fmu.reset()
+        fmu.setupExperiment(startTime=0.0)
+        fmu.enterInitializationMode()
+        fmu.exitInitializationMode()
+        ins, vals = [self.vr[n] for n in TORQUES], list(TORQUES.values())
+        outs = [self.vr[n] for n in READ]
+        t0 = time.perf_counter()
+        for k in range(steps):
+            fmu.setReal(ins, vals)
+            fmu.doStep(currentCommunicationPoint=k * H, communicationStepSize=H)
+            fmu.getReal(outs)
+        return (time.perf_counter() - t0) / steps
+
+
+def c_host_binary(folder: Path) -> Path | None:
+    from flexmbs_fmu.shim import compiler
+
+    cc = compiler()
+    if cc is None:
+        return None
+    exe = folder / "c_host"
+    subprocess.run([cc, "-O2", "-o", str(exe), str(C_HOST), "-ldl"], check=True)
+    return exe
+
+
+def per_step_c_host(exe: Path, unzipped: Path, guid: str, ident: str, vr: dict[str, int], steps: int) -> float:
+    args = [str(exe), "-t", str(unzipped / "binaries" / "linux64" / f"{ident}.so"), (unzipped / "resources").as_uri(),
+            guid, repr(H), str(steps), str(len(TORQUES)), *(str(vr[n]) for n in TORQUES),
+            *(repr(v) for v in TORQUES.values()), str(len(READ)), *(str(vr[n]) for n in READ)]
+    out = subprocess.run(args, capture_output=True, text=True, check=True, env={}).stdout
+    return float(out.split()[-1]) / (steps + 1)
+
+
+def per_step_libcosim(path: str, vr: dict[str, int], steps: int) -> float | None:
+    try:
+        from libcosimpy.CosimExecution import CosimExecution
+        from libcosimpy.CosimObserver import CosimObserver
+        from libcosimpy.CosimSlave import CosimLocalSlave
+    except ImportError:
+        return None
+    from flexmbs_fmu.ssp import quiet_libcosim
+
+    quiet_libcosim()
+    execution = CosimExecution.from_step_size(int(H * 1e9))
+    slave = execution.add_local_slave(CosimLocalSlave(fmu_path=path, instance_name="plant"))
+    for name, value in TORQUES.items():
+        execution.real_initial_value(slave, vr[name], value)
+    execution.add_observer(CosimObserver.create_last_value())
+    execution.step(1)
+    t0 = time.perf_counter()
+    execution.step(steps)
+    return (time.perf_counter() - t0) / steps
+
+
+def stats(xs: list[float]) -> dict[str, float]:
+    return {"min": min(xs), "median": statistics.median(xs)}
+
+
+def bench_plant(folder: Path, method: str | None, steps: int, rounds: int, exe: Path | None) -> dict:
     from fmpy import extract, read_model_description
-    from fmpy.fmi2 import FMU2Slave
 
+    from flexmbs_fmu.build import build
+
+    model = model_variant(folder, method)
+    built = build(model, folder)
+    path = str(built.path)
     md = read_model_description(path)
-    unzipped = extract(path)
     vr = {v.name: v.valueReference for v in md.modelVariables}
-    outs = [v.valueReference for v in md.modelVariables if v.causality == "output"]
-    ins = [vr["shoulder.tau"], vr["elbow.tau"]]
-    fmu = FMU2Slave(guid=md.guid, unzipDirectory=unzipped, modelIdentifier=md.coSimulation.modelIdentifier,
-                    instanceName="bench")
-    fmu.instantiate()
-    fmu.setupExperiment(startTime=0.0)
-    fmu.enterInitializationMode()
-    fmu.exitInitializationMode()
-    n = int(round(t_end / H))
-    t0 = time.perf_counter()
-    for k in range(n):
-        t = k * H
-        u = torques(t)
-        fmu.setReal(ins, [u["shoulder.tau"], u["elbow.tau"]])
-        fmu.getReal(outs)
-        fmu.doStep(currentCommunicationPoint=t, communicationStepSize=H)
-    fmu.getReal(outs)
-    wall = time.perf_counter() - t0
-    fmu.terminate()
-    fmu.freeInstance()
-    return wall
+    unzipped = Path(extract(path))
+    fmpy_host = FmpyHost(path)
+    per_step_direct(model, 5)    # warm-up (kernels loaded from the cache)
+    fmpy_host.per_step(5)
+    times: dict[str, list[float]] = {"direct": [], "fmpy": [], "c_host": [], "libcosim": []}
+    for _ in range(rounds):
+        times["direct"].append(per_step_direct(model, steps))
+        times["fmpy"].append(fmpy_host.per_step(steps))
+        if exe is not None:
+            times["c_host"].append(per_step_c_host(exe, unzipped, md.guid, md.coSimulation.modelIdentifier, vr, steps))
+        lc = per_step_libcosim(path, vr, steps)
+        if lc is not None:
+            times["libcosim"].append(lc)
+    direct = stats(times["direct"])
+    result = {"model": model.stem, "solver": method or "model default", "steps": steps, "rounds": rounds,
+              "direct_us": {k: v * 1e6 for k, v in direct.items()}, "hosts": {}}
+    for host in ("fmpy", "c_host", "libcosim"):
+        if not times[host]:
+            continue
+        s = stats(times[host])
+        cost = [t - d for t, d in zip(times[host], times["direct"])]
+        result["hosts"][host] = {"per_step_us": {k: v * 1e6 for k, v in s.items()},
+                                 "fmi_cost_us": {k: v * 1e6 for k, v in stats(cost).items()},
+                                 "real_time_factor": {"best": H / s["min"], "median": H / s["median"]}}
+    return result
 
 
-_INSTANTIATE = """
-import time
-t0 = time.perf_counter()
-from fmpy import extract, read_model_description
-from fmpy.fmi2 import FMU2Slave
-md = read_model_description({path!r})
-d = extract({path!r})
-t1 = time.perf_counter()
-fmu = FMU2Slave(guid=md.guid, unzipDirectory=d, modelIdentifier=md.coSimulation.modelIdentifier, instanceName="i")
-fmu.instantiate()
-t2 = time.perf_counter()
-fmu.setupExperiment(startTime=0.0)
-fmu.enterInitializationMode()
-fmu.exitInitializationMode()
-fmu.getReal([v.valueReference for v in md.modelVariables if v.causality == "output"])
-fmu.doStep(currentCommunicationPoint=0.0, communicationStepSize=1e-3)
-t3 = time.perf_counter()
-print(t1 - t0, t2 - t1, t3 - t2)
-"""
+def bench_servo(folder: Path) -> dict:
+    sys.path.insert(0, str(HERE.parent / "examples"))
+    from designs import huang_servo
 
+    from flexmbs_fmu.build import build, build_component
+    from flexmbs_fmu.cosim import Master
+    from flexmbs_fmu.servo import assembly
+    from flexmbs_fmu.ssp import quiet_libcosim, run_libcosim, write_ssp
 
-def instantiate_in_new_process(path: str) -> tuple[float, float, float]:
-    """(fmpy import + unzip, fmi2Instantiate, initialisation + first output + first step) [s]
-    in a fresh interpreter."""
-    out = subprocess.run([sys.executable, "-c", textwrap.dedent(_INSTANTIATE.format(path=path))],
-                         capture_output=True, text=True, check=True).stdout.split()
-    return float(out[-3]), float(out[-2]), float(out[-1])
+    design = huang_servo(models_dir())
+    design.step_size = H
+    fmus = folder / "servo"
+    for element in ("dc_motor", "pid_controller", "trajectory"):
+        build_component(element, fmus)
+    asm = assembly(design, fmus)
+    for e in asm.elements:
+        if not Path(e.fmu).is_file():
+            build(models_dir() / f"{Path(e.fmu).stem}.yaml", fmus)
+    T = design.stop_time
+    result = {"stop_time_s": T, "step_s": H, "fmus": len(asm.elements)}
+    with Master(asm) as m:    # warm-up
+        m.initialize()
+        m.run(0.01, H)
+    start = time.perf_counter()
+    with Master(asm) as m:
+        m.initialize()
+        m.run(T, H)
+    result["fmpy_master_real_time_factor"] = T / (time.perf_counter() - start)
+    try:
+        ssp = folder / "servo.ssp"
+        write_ssp(asm, ssp)
+        quiet_libcosim()
+        start = time.perf_counter()
+        run_libcosim(ssp, T, H, asm.record)
+        result["libcosim_real_time_factor"] = T / (time.perf_counter() - start)
+    except ImportError:
+        pass
+    return result
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--t-end", type=float, default=2.0, help="simulated time per run [s]")
-    ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--steps", type=int, default=2000, help="communication steps per round")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--json", action="store_true", help="print one JSON object per line instead of a table")
+    ap.add_argument("--no-servo", action="store_true", help="skip the servo demo")
     args = ap.parse_args()
-
-    from flexmbs_fmu.build import build
-
-    with tempfile.TemporaryDirectory() as tmp:
-        path = str(build(MODEL, tmp).path)
-        print(f"built {Path(path).name}; warming up (numba compilation on a first run)...")
-        run_direct(0.01)
-        run_fmu(path, 0.01)
-        first = instantiate_in_new_process(path)
-        second = instantiate_in_new_process(path)
-        direct, fmu = [], []
-        for _ in range(args.repeats):
-            direct.append(run_direct(args.t_end))
-            fmu.append(run_fmu(path, args.t_end))
-    d, f = min(direct), min(fmu)
-    steps = int(round(args.t_end / H))
-    res = {
-        "model": MODEL.name, "t_end": args.t_end, "communication_step": H,
-        "direct_wall_s": d, "fmu_wall_s": f, "ratio_fmu_over_direct": f / d,
-        "real_time_factor_fmu": args.t_end / f, "real_time_factor_direct": args.t_end / d,
-        "per_step_overhead_us": (f - d) / steps * 1e6,
-        "new_process_first": dict(zip(("fmpy_import_and_unzip_s", "instantiate_s", "initialise_and_first_step_s"),
-                                      first)),
-        "new_process_again": dict(zip(("fmpy_import_and_unzip_s", "instantiate_s", "initialise_and_first_step_s"),
-                                      second)),
-    }
-    print(f"\nHuang two-link arm, 4 modes, {args.t_end} s at a {H * 1e3:g} ms communication step "
-          f"(best of {args.repeats}):")
-    print(f"  flexmbs.simulate      {d:8.3f} s   real-time factor {args.t_end / d:6.1f}")
-    print(f"  FMU through fmpy      {f:8.3f} s   real-time factor {args.t_end / f:6.1f}   (goal > 50)")
-    print(f"  ratio fmu / direct    {f / d:8.2f}     (goal <= 1.3); FMI cost per step "
-          f"{res['per_step_overhead_us']:.1f} us")
-    print(f"  new process, warm caches: fmi2Instantiate {second[1]:.3f} s, then initialisation + first "
-          f"step {second[2]:.3f} s (goal: instantiation well under 1 s); first run in this build "
-          f"{first[1]:.3f} s + {first[2]:.3f} s")
+    with tempfile.TemporaryDirectory(prefix="fmu_overhead_") as tmp:
+        folder = Path(tmp)
+        exe = c_host_binary(folder)
+        results = [bench_plant(folder, m, args.steps, args.rounds, exe) for m in ("rk4", None)]
+        servo = None if args.no_servo else bench_servo(folder)
     if args.json:
-        args.json.write_text(json.dumps(res, indent=2))
+        for r in results:
+            print(json.dumps(r))
+        if servo:
+            print(json.dumps({"servo_demo": servo}))
+        return
+    for r in results:
+        d = r["direct_us"]
+        print(f"\n{r['model']} ({r['solver']}), 1 ms steps, {r['steps']} steps x {r['rounds']} rounds "
+              f"[us per step, min / median]")
+        print(f"  direct (no FMI)   {d['min']:8.1f} / {d['median']:8.1f}")
+        for host, h in r["hosts"].items():
+            p, c, f = h["per_step_us"], h["fmi_cost_us"], h["real_time_factor"]
+            print(f"  {host:16s}  {p['min']:8.1f} / {p['median']:8.1f}   FMI cost {c['min']:6.1f} / {c['median']:6.1f}"
+                  f"   real-time factor {f['best']:6.1f} / {f['median']:6.1f}")
+    if servo:
+        print(f"\nservo demo, {servo['fmus']} FMUs, 1 ms, {servo['stop_time_s']} s: real-time factor "
+              f"{servo['fmpy_master_real_time_factor']:.2f} (fmpy master)"
+              + (f", {servo['libcosim_real_time_factor']:.2f} (libcosim)" if "libcosim_real_time_factor" in servo
+                 else ""))
 
 
 if __name__ == "__main__":

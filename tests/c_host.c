@@ -2,13 +2,17 @@
  * dlopen the binary, instantiate, initialise, then per step set the inputs, doStep and read
  * the outputs; every row is printed as "t v1 v2 ..." with 17 significant digits.
  *
- * usage: c_host BINARY RESOURCE_URI GUID STEP NSTEPS NIN VR_IN... VALUE_IN... NOUT VR_OUT...
- * The inputs are held constant. Exit status: 0 ok, 2 usage, 3 load, 4 instantiate, 5 a call failed. */
+ * usage: c_host [-t] BINARY RESOURCE_URI GUID STEP NSTEPS NIN VR_IN... VALUE_IN... NOUT VR_OUT...
+ * The inputs are held constant. With -t nothing is printed per row; the wall time of the step
+ * loop (set inputs, doStep, get outputs) is printed as "elapsed SECONDS" (benchmarks/fmu_overhead.py).
+ * Exit status: 0 ok, 2 usage, 3 load, 4 instantiate, 5 a call failed. */
 
 #include <dlfcn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 typedef void *Comp;
 typedef struct {
@@ -42,6 +46,8 @@ typedef void (*Free)(Comp);
 
 int main(int argc, char **argv)
 {
+    int timing = argc > 1 && strcmp(argv[1], "-t") == 0;
+    if (timing) argv++, argc--;
     if (argc < 8) return 2;
     void *lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
@@ -75,15 +81,21 @@ int main(int argc, char **argv)
     if (!c) return 4;
     if (setup(c, 0, 0.0, 0.0, 0, 0.0) || enter(c) || setReal(c, vin, nin, uin) || exit_(c)) return 5;
     double t = 0.0;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     for (int s = 0; s <= nsteps; s++) {
         if (getReal(c, vout, nout, y)) return 5;
-        printf("%.17g", t);
-        for (int i = 0; i < nout; i++) printf(" %.17g", y[i]);
-        printf("\n");
+        if (!timing) {
+            printf("%.17g", t);
+            for (int i = 0; i < nout; i++) printf(" %.17g", y[i]);
+            printf("\n");
+        }
         if (s == nsteps) break;
         if (setReal(c, vin, nin, uin) || doStep(c, t, h, 1)) return 5;
         t = (s + 1) * h;
     }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (timing) printf("elapsed %.9f\n", (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
     if (terminate(c)) return 5;
     freeInstance(c);
     dlclose(lib);

@@ -3,15 +3,6 @@ session into one folder."""
 
 from __future__ import annotations
 
-import os
-
-# Known open defect (issue 12, docs/fmu.md): a process that has run our FMUs through fmpy may
-# abort at exit with "corrupted double-linked list" in OpenBLAS's thread shutdown (measured: 4
-# of 48 runs of the exit pattern under glibc's malloc checks, 0 of 60 with one OpenBLAS
-# thread). The test process and its children run many FMUs, so they use one OpenBLAS thread
-# until that is fixed; tests/test_fmu_host.py keeps the reproduction (skipped).
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-
 import sys
 from pathlib import Path
 

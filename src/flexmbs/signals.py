@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .kernels.outputs import sample
+from .kernels.outputs import sample, state_outputs
 from .loops import POSITION, ROWS
 from .system import System
 
@@ -47,7 +47,7 @@ def signal_table(system: System) -> list[Signal]:
     nq, nv = system.nq, system.nv
     i_ud, i_tau, i_en = nq + nv, nq + 2 * nv, nq + 3 * nv
     i_sens = i_en + 4
-    i_tip = i_sens + 18 * len(system.sensors)
+    i_tip = tip_start(system)
     out: list[Signal] = []
 
     def put(name: str, unit: str, description: str, index: int, feedthrough: str = KINEMATIC) -> None:
@@ -120,6 +120,18 @@ def tip_marker(d):
     return d.marker(node=int(np.argmax(np.linalg.norm(d.node_positions, axis=1))))
 
 
+def tip_start(system: System) -> int:
+    """Index in y of the first tip deflection."""
+    return system.nq + 3 * system.nv + 4 + 18 * len(system.sensors)
+
+
+def state_slots(system: System) -> np.ndarray:
+    """The slots of y that follow from the state without the dynamics (Evaluator.evaluate_state):
+    positions, velocities and tip deflections."""
+    i = tip_start(system)
+    return np.r_[0:system.nq + system.nv, i:i + 3 * len(system.body_eta)]
+
+
 def output_width(system: System) -> int:
     """Length of y."""
     return (system.nq + 3 * system.nv + 4 + 18 * len(system.sensors) + 3 * len(system.body_eta)
@@ -146,6 +158,22 @@ class Evaluator:
             self.cuts.append((slice(r, r + kinds.size), kinds == POSITION))
             r += kinds.size
 
+    def evaluate_state(self, t: float, x: np.ndarray, u: np.ndarray, y: np.ndarray, udot: np.ndarray) -> None:
+        """Only the outputs that follow from the state without the dynamics (state_slots) of
+        y at time t [s], state x, inputs u, as `evaluate` gives them; udot (nv) is scratch."""
+        state_outputs(self.system.ref, t, x, u, y, udot)
+        self._tips(y[None, :self.system.arrays.nq + self.system.arrays.nv], y[None, :], tip_start(self.system))
+
+    def _tips(self, Xo: np.ndarray, Y: np.ndarray, i: int) -> int:
+        """Y[:, i:] = the tip deflections u = Phi eta - 1/2 (eta^T H eta) e_x of states Xo; returns
+        the index after them."""
+        for e0, m, Phi, H in self.tips:
+            eta = Xo[:, e0:e0 + m]
+            Y[:, i:i + 3] = eta @ Phi.T
+            Y[:, i] -= 0.5 * np.einsum("ki,ij,kj->k", eta, H, eta)
+            i += 3
+        return i
+
     def evaluate(self, t: np.ndarray, X: np.ndarray, U: np.ndarray, Y: np.ndarray) -> None:
         """Y[k] = y at time t[k] [s], state X[k] = [q; u], inputs U[k]. X is not changed; Y
         holds the exact prescribed values of motion-driven coordinates."""
@@ -169,11 +197,7 @@ class Evaluator:
         i += 4
         Y[:, i:i + 18 * self.sensors.size] = Sens.reshape(n, -1)
         i += 18 * self.sensors.size
-        for e0, m, Phi, H in self.tips:
-            eta = Xo[:, e0:e0 + m]
-            Y[:, i:i + 3] = eta @ Phi.T
-            Y[:, i] -= 0.5 * np.einsum("ki,ij,kj->k", eta, H, eta)
-            i += 3
+        i = self._tips(Xo, Y, i)
         for rows, pos in self.cuts:
             g, reaction = Loop[:, rows, 0], Loop[:, rows, 1:2] * Loop[:, rows, 2:5]
             Y[:, i] = np.linalg.norm(g[:, pos], axis=1)

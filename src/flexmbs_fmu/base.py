@@ -149,6 +149,34 @@ class GuardedSlave(Fmi2Slave):
     def restore(self, data: dict) -> None:
         self.runner.restore(data)
 
+    # ---------------------------------------------------------------- for the C front end
+
+    def fmi_take_log(self) -> list[tuple[int, str, str]]:
+        """The queued messages as (status, category, text), emptying the queue."""
+        taken = [(int(m.status), m.category or "logAll", str(m.msg)) for m in self.log_queue]
+        self.log_queue.clear()
+        return taken
+
+    def fmi_fast_path(self) -> tuple | None:
+        """What lets the C front end set inputs and read outputs without calling Python: None
+        (every call goes through Python), or (inputs, outputs, kind, slot, flags) as addresses,
+        the number of value references, and the arrays themselves (held by the front end):
+
+        - inputs, outputs: float64 arrays of the Real input values and output values;
+        - kind, slot: int32 arrays per value reference: kind 1 = an input at inputs[slot],
+          2 = an output at outputs[slot] made valid by fmi_refresh(1), 3 = one that needs
+          fmi_refresh(2), 0 = anything else (through Python);
+        - flags: int64 [level to which outputs are valid (0, 1, 2), refused inputs pending];
+          the front end zeroes flags[0] when it sets an input and leaves every input to Python
+          while flags[1] is not 0.
+
+        The arrays must live as long as the slave and only ever change in place."""
+        return None
+
+    def fmi_refresh(self, level: int) -> bool:
+        """Make the outputs valid up to `level` (see fmi_fast_path); False if that failed (logged)."""
+        return False
+
     # ---------------------------------------------------------------- guarded FMI entry points
 
     def _guard(self, what: str, fn: Callable[[], Any], fallback: Any = None) -> Any:

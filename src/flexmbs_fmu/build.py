@@ -42,7 +42,7 @@ from .controller import PIDController
 from .description import documentation, guid, model_description
 from .interface import plant_interface
 from .motor import DCMotor
-from .shim import RECORD, compile_front_end, inner_library, record
+from .shim import RECORD, compile_front_end, record
 from .trajectory import Trajectory
 from .variables import Variable
 
@@ -276,7 +276,7 @@ def _package(ident: str, model_name: str, module: str, variables: list[Variable]
             version=version, log_categories=GuardedSlave.log_categories, start_time=0.0, stop_time=stop_time,
             step_size=step_size, tolerance=tolerance)
         front = work / f"{ident}.so"
-        why = compile_front_end(front, guid_, variables, ident)
+        why = compile_front_end(front, guid_, variables, module, ident)
         if why is not None:
             logging.getLogger("flexmbs.fmu.build").warning(
                 "%s: the FMU keeps pythonfmu's binary alone (no FMI state checks in C, C hosts need LD_PRELOAD, "
@@ -287,10 +287,7 @@ def _package(ident: str, model_name: str, module: str, variables: list[Variable]
             for item in zin.infolist():
                 if item.filename == "modelDescription.xml":
                     continue
-                if item.filename == linux and why is None:   # pythonfmu's library goes behind the front end
-                    moved = zipfile.ZipInfo(item.filename.replace(f"{ident}.so", inner_library(ident)), item.date_time)
-                    moved.external_attr, moved.compress_type = item.external_attr, zipfile.ZIP_DEFLATED
-                    zout.writestr(moved, zin.read(item.filename))
+                if item.filename == linux and why is None:   # the front end replaces pythonfmu's library
                     continue
                 zout.writestr(item, zin.read(item.filename))
             if why is None:

@@ -13,6 +13,8 @@ from __future__ import annotations
 import math
 from typing import ClassVar
 
+import numpy as np
+
 from pythonfmu.enums import Fmi2Status
 
 from .base import GuardedSlave, StepRefused, check_fields, check_step, finite_list
@@ -32,6 +34,14 @@ class Component:
         self.var = {v.name: v for v in self.VARIABLES}
         self.values: dict[str, float | str] = {v.name: v.start for v in self.VARIABLES
                                                if v.causality in ("input", "parameter")}
+        # the arrays the FMU's C front end reads and writes (ComponentSlave.fmi_fast_path):
+        # u, the Real inputs in declaration order (mirrored into `values` before use), y, every
+        # output, and flags = [y valid (0 or 2), inputs refused as NaN]; changed only in place
+        self.input_names = [v.name for v in self.VARIABLES if v.causality == "input"]
+        self.output_names = [v.name for v in self.VARIABLES if v.causality == "output"]
+        self.u = np.array([float(self.values[n]) for n in self.input_names])
+        self.y = np.zeros(len(self.output_names))
+        self.flags = np.zeros(2, dtype=np.int64)
         self.x: dict[str, float] = {}
         self.t = 0.0
         self.initialized = False
@@ -57,8 +67,24 @@ class Component:
 
     # ------------------------------------------------------------------ generic behaviour
 
+    def pull_inputs(self) -> None:
+        """Copy the inputs the front end wrote into u over to `values`."""
+        for k, name in enumerate(self.input_names):
+            self.values[name] = float(self.u[k])
+
+    def refresh(self) -> None:
+        """Compute every output into y."""
+        if self.flags[0] == 2:
+            return
+        self.pull_inputs()
+        for k, name in enumerate(self.output_names):
+            self.y[k] = self.output(name)
+        self.flags[0] = 2
+
     def set(self, name: str, value: float | str) -> None:
         """Set an input or parameter; raises ValueError (value not taken) with the reason."""
+        self.pull_inputs()
+        self.flags[0] = 0
         v = self.var[name]
         if v.causality in ("output", "calculatedParameter"):
             raise ValueError(f"{name} is computed by the FMU and cannot be set; the value was ignored")
@@ -75,9 +101,12 @@ class Component:
         if v.causality == "input":
             if not math.isfinite(value):
                 self.input_error[name] = f"input {name} was set to {value} at t = {self.t:.9g} s"
+                self.flags[1] = len(self.input_error)
                 raise ValueError(f"{self.input_error[name]}; it keeps {self.values[name]!r} and the next step "
                                  "will be refused until a finite value is set")
             self.input_error.pop(name, None)
+            self.flags[1] = len(self.input_error)
+            self.u[self.input_names.index(name)] = value
         elif not math.isfinite(value) or (v.min is not None and value < v.min) or \
                 (v.max is not None and value > v.max):
             lo, hi = ("-inf" if v.min is None else v.min), ("inf" if v.max is None else v.max)
@@ -98,18 +127,23 @@ class Component:
             self.failure = f"the parameters do not fit together: {err}"
             raise
         self.t = float(start_time)
+        self.pull_inputs()
         self.start()
         self.initialized = True
+        self.flags[0] = 0
 
     def step(self, t: float, h: float) -> None:
         """Advance from t to t + h [s]. Raises StepRefused (state kept at t) with the reason."""
         check_step(self, t, h)
         if not self.initialized:
             raise StepRefused("doStep before the end of initialisation")
+        self.pull_inputs()
         self.advance(self.t, h)
         self.t = t + h
+        self.flags[0] = 0
 
     def save(self) -> dict:
+        self.pull_inputs()
         return {"values": dict(self.values), "x": dict(self.x), "t": self.t, "initialized": self.initialized,
                 "input_error": dict(self.input_error), "failure": self.failure}
 
@@ -127,13 +161,16 @@ class Component:
                 raise ValueError(f"the state's {name} = {value!r} is not a valid value; nothing was applied")
         finite_list(list(data["x"].values()), len(data["x"]), "the state's block state")
         self.values = dict(data["values"])
+        self.u[:] = [float(self.values[n]) for n in self.input_names]
         self.x = dict(data["x"])
         self.t = float(data["t"])
         self.initialized = bool(data["initialized"])
         self.input_error = dict(data["input_error"])
+        self.flags[:] = 0, len(self.input_error)
         self.failure = data["failure"]
 
     def get(self, name: str) -> float | str:
+        self.pull_inputs()
         v = self.var[name]
         if v.causality in ("output", "calculatedParameter"):
             return self.output(name)
@@ -167,6 +204,21 @@ class ComponentSlave(GuardedSlave):
         for v in self.component.VARIABLES:
             settable = v.causality in ("input", "parameter")
             self.add_variable(v, self._value_getter(v.name), self._value_setter(v.name) if settable else None)
+
+    def fmi_fast_path(self) -> tuple:
+        block = self.block
+        kind = np.zeros(len(self.component.VARIABLES), dtype=np.int32)
+        slot = np.zeros(len(self.component.VARIABLES), dtype=np.int32)
+        for vr, v in enumerate(self.component.VARIABLES):
+            if v.causality == "input" and v.type == "Real":
+                kind[vr], slot[vr] = 1, block.input_names.index(v.name)
+            elif v.causality == "output":
+                kind[vr], slot[vr] = 3, block.output_names.index(v.name)
+        arrays = (block.u, block.y, kind, slot, block.flags)
+        return (*(a.ctypes.data for a in arrays), len(kind), arrays)
+
+    def fmi_refresh(self, level: int) -> bool:
+        return bool(self._guard("computing the outputs", lambda: self.block.refresh() or True, False))
 
     def _value_getter(self, name: str):
         return lambda: self.block.get(name)

@@ -38,7 +38,11 @@ class Element:
 @dataclass
 class Assembly:
     """FMUs and their wiring. connections: (output, input) pairs `<element>.<variable>`;
-    record: the variables a run returns; stop_time [s], step_size [s]: the default experiment."""
+    record: the variables a run returns; stop_time [s], step_size [s]: the default experiment;
+    sequence: None for a Jacobi master (every element steps from the values of the last
+    communication point), or the element names in the order a Gauss-Seidel master steps them,
+    each after its inputs were set from the latest outputs (Master; an SSP package carries no
+    order: fmpy's and libcosim's masters are Jacobi)."""
 
     name: str
     elements: list[Element]
@@ -46,6 +50,7 @@ class Assembly:
     record: list[str]
     stop_time: float = 1.0
     step_size: float = 1e-3
+    sequence: list[str] | None = None
 
     def element(self, name: str) -> Element:
         for e in self.elements:
@@ -97,7 +102,12 @@ def algebraic_loop(connections: Sequence[tuple[str, str]], feedthrough: dict[str
 
 
 class Master:
-    """Explicit fixed-step (Jacobi) master over fmpy FMU2Slave instances of an Assembly.
+    """Explicit fixed-step master over fmpy FMU2Slave instances of an Assembly: Jacobi, or
+    Gauss-Seidel in the order `assembly.sequence`. Both hold each input constant over a step
+    and converge at first order in the step; Gauss-Seidel removes the one-step delay along
+    the sequence (a controller's voltage reaches the motor, the motor's torque the plant, in
+    the same step), which keeps stiff feedback loops stable at larger steps (Kuebler and
+    Schiehlen, "Two methods of simulator coupling", Math. Comput. Model. Dyn. Syst. 6(2), 2000).
 
     `initialize()` then `run(t_end, h)`, which may be called again to go on; `save()` / `restore()` keep and bring back the state of
     every FMU (fmi2GetFMUstate), `reset()` returns every FMU to its fresh state (fmi2Reset) for a
@@ -146,6 +156,10 @@ class Master:
             sinks[element][0].append(vr)
             sinks[element][1].append(i)
         self._sinks = [(element, vrs, np.array(links)) for element, (vrs, links) in sinks.items()]
+        self.sequence = self._sequence(assembly)
+        # Gauss-Seidel: per element in sequence, its input references and a reader of their sources
+        self._feeds = {element: (vrs, self._reader([self._sources[i] for i in links]))
+                       for element, vrs, links in self._sinks}
         self.t = 0.0
         try:
             for e in assembly.elements:
@@ -160,6 +174,15 @@ class Master:
         except Exception:
             self.free()
             raise
+
+    def _sequence(self, assembly: Assembly) -> list[str] | None:
+        if assembly.sequence is None:
+            return None
+        names = [e.name for e in assembly.elements]
+        if sorted(assembly.sequence) != sorted(names):
+            raise CosimError(f"{assembly.name}: the sequence {assembly.sequence} must name every element once: "
+                             f"{', '.join(names)}")
+        return list(assembly.sequence)
 
     def _ref(self, path: str) -> tuple[str, int, str]:
         element, name = split(path)
@@ -224,7 +247,11 @@ class Master:
             self.slaves[element].setReal(vrs, values[links].tolist())
 
     def _advance(self, h: float) -> None:
-        for name, slave in self.slaves.items():
+        for name in self.sequence or self.slaves:
+            slave = self.slaves[name]
+            if self.sequence is not None and name in self._feeds:
+                vrs, read = self._feeds[name]
+                slave.setReal(vrs, read().tolist())
             try:
                 slave.doStep(currentCommunicationPoint=self.t, communicationStepSize=h)
             except Exception as err:   # fmpy raises FMICallException on any status but fmi2OK

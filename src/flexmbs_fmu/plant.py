@@ -18,7 +18,7 @@ import numpy as np
 import flexmbs
 from flexmbs.model import METHODS, Model, ModelError, load_model
 from flexmbs.model.paths import set_value
-from flexmbs.signals import Evaluator, output_width
+from flexmbs.signals import Evaluator, output_width, state_slots
 from flexmbs.simulate import settings_of
 from flexmbs.solvers.stepper import SolverError, Stepper
 from flexmbs.system import System, compile_model
@@ -49,8 +49,14 @@ class Plant:
         pvars = self.interface.by_causality("parameter")
         self.params: dict[str, object] = {v.name: v.start for v in pvars}
         self.ranges = {v.name: (v.min, v.max) for v in pvars}
+        # inputs, y and flags are the arrays the FMU's C front end reads and writes directly
+        # (PlantSlave.fmi_fast_path): they are allocated here once and only ever changed in place
         self.inputs = self.system.input_defaults.copy()
-        self.input_error: dict[str, str] = {}
+        self.y = np.zeros(output_width(self.system))
+        # flags[0]: y is valid for (t, x, inputs) up to level 0 (nothing), 1 (positions and
+        # velocities, y[:nx]) or 2 (everything); flags[1]: number of inputs refused as NaN
+        self.flags = np.zeros(2, dtype=np.int64)
+        self._input_error: dict[str, str] = {}
         self.failure: Optional[str] = None     # a configuration error: no step until reset
         self.t = 0.0
         self.stale = True     # parameters changed since configure(), which runs on first need
@@ -107,8 +113,8 @@ class Plant:
             if s.kind == START:
                 self.x[s.index] = float(self.params[s.name])
         self.x_start = self.x.copy()    # the state at the start of the current step
-        self.y = np.zeros(output_width(self.system))
-        self.fresh = False              # y is valid for (t, x, inputs)
+        self.udot = np.zeros(self.system.nv)
+        self.fresh = False
 
     def initialize(self, start_time: float) -> None:
         """End of FMI initialisation: apply the parameters, start at `start_time` [s]."""
@@ -123,22 +129,54 @@ class Plant:
 
     # ------------------------------------------------------------------ inputs, outputs
 
+    @property
+    def fresh(self) -> bool:
+        """y holds every output for (t, x, inputs)."""
+        return bool(self.flags[0] == 2)
+
+    @fresh.setter
+    def fresh(self, value: bool) -> None:
+        self.flags[0] = 2 if value else 0
+
+    @property
+    def input_error(self) -> dict[str, str]:
+        """Why each refused input (by name) was refused; the next step is refused while any is."""
+        return self._input_error
+
+    @input_error.setter
+    def input_error(self, value: dict[str, str]) -> None:
+        self._input_error = value
+        self.flags[1] = len(value)
+
     def set_input(self, k: int, value: float) -> None:
         name = self.system.inputs[k]
         if not math.isfinite(value):
             self.input_error[name] = f"input {name} was set to {value} at t = {self.t:.9g} s"
+            self.flags[1] = len(self.input_error)
             raise ValueError(f"{self.input_error[name]}; it keeps {self.inputs[k]!r} and the next step "
                              "will be refused until a finite value is set")
         self.input_error.pop(name, None)
+        self.flags[1] = len(self.input_error)
         self.inputs[k] = value
         self.fresh = False
 
-    def output(self, slot: int) -> float:
+    def refresh(self, level: int = 2) -> None:
+        """Make y valid for (t, x, inputs) up to `level`: 1 computes only what follows from the
+        state without the dynamics (positions, velocities with the motion-driven ones at their
+        profile values, tip deflections: Evaluator.state_slots), 2 every output."""
         if self.stale:
             self.configure()
-        if not self.fresh:
-            self.evaluator.evaluate(np.array([self.t]), self.x[None, :], self.inputs[None, :], self.y[None, :])
-            self.fresh = True
+        if self.flags[0] >= level:
+            return
+        if level == 1:
+            self.evaluator.evaluate_state(self.t, self.x, self.inputs, self.y, self.udot)
+            self.flags[0] = 1
+            return
+        self.evaluator.evaluate(np.array([self.t]), self.x[None, :], self.inputs[None, :], self.y[None, :])
+        self.flags[0] = 2
+
+    def output(self, slot: int) -> float:
+        self.refresh()
         return float(self.y[slot])
 
     # ------------------------------------------------------------------ time stepping
@@ -239,6 +277,23 @@ class PlantSlave(GuardedSlave):
                 self.add_variable(v, self._param_getter(v.name), self._param_setter(v.name))
             else:
                 self.add_variable(v, self._output_getter(v.slot), None)
+
+    def fmi_fast_path(self) -> tuple:
+        plant = self.plant
+        cheap = set(state_slots(plant.system).tolist())
+        variables = plant.interface.variables
+        kind = np.zeros(len(variables), dtype=np.int32)
+        slot = np.zeros(len(variables), dtype=np.int32)
+        for vr, v in enumerate(variables):
+            if v.causality == "input":
+                kind[vr], slot[vr] = 1, v.slot
+            elif v.causality == "output":
+                kind[vr], slot[vr] = (2 if v.slot in cheap else 3), v.slot
+        arrays = (plant.inputs, plant.y, kind, slot, plant.flags)
+        return (*(a.ctypes.data for a in arrays), len(variables), arrays)
+
+    def fmi_refresh(self, level: int) -> bool:
+        return bool(self._guard("computing the outputs", lambda: self.plant.refresh(level) or True, False))
 
     def _input_getter(self, k: int):
         return lambda: self.plant.inputs[k]

@@ -59,7 +59,10 @@ class ServoDesign:
     """A plant model with its driven axes and the move they make. plant: further plant FMU
     parameters; vibration: plant outputs [m] whose rate after the move is residual vibration
     (recorded, and penalised by `objective`), e.g. a flexible link's tip deflection; t_start,
-    duration [s]: the move; stop_time, step_size [s]: the run and its communication step."""
+    duration [s]: the move; stop_time, step_size [s]: the run and its communication step;
+    gauss_seidel: the assembly steps references, controllers, motors, then the plant, each with
+    the outputs just computed (Master), instead of all from the last communication point
+    (Jacobi, as fmpy's and libcosim's SSP masters do)."""
 
     model: Path
     axes: list[Axis]
@@ -69,6 +72,7 @@ class ServoDesign:
     duration: float = 1.0
     stop_time: float = 2.5
     step_size: float = 1e-3
+    gauss_seidel: bool = True
 
     def plant_parameters(self) -> dict[str, float]:
         p = dict(self.plant)
@@ -113,7 +117,10 @@ def assembly(design: ServoDesign, fmu_dir: str | Path) -> Assembly:
         record += [f"arm.{j}.q", f"arm.{j}.qd", f"r_{j}.q_ref", f"c_{j}.voltage", f"m_{j}.current",
                    f"m_{j}.tau_load"]
     record += [f"arm.{name}" for name in design.vibration]
-    return Assembly(f"servo_{plant}", elements, links, record, design.stop_time, design.step_size)
+    sequence = None
+    if design.gauss_seidel:
+        sequence = [f"{kind}_{a.joint}" for kind in ("r", "c", "m") for a in design.axes] + ["arm"]
+    return Assembly(f"servo_{plant}", elements, links, record, design.stop_time, design.step_size, sequence)
 
 
 def reference(design: ServoDesign, t_end: float | None = None, rtol: float = 1e-10) -> dict[str, np.ndarray]:

@@ -3,7 +3,7 @@
 import numpy as np
 from numba import njit
 
-from .drives import MOTION, SERVO, TORQUE, drive_profile
+from .drives import MOTION, SERVO, TORQUE, apply_prescribed, drive_profile
 from .dynamics import accelerations
 from .energy import energies
 from .kinematics import marker_world
@@ -25,6 +25,17 @@ def drive_torques(S, W, t, q, u, inputs, tau):
             tau[c] = S.kp[c] * (qr - q[S.uq[c]]) + S.kd[c] * (qdr - u[c])
         else:
             tau[c] = np.nan
+
+
+@njit(**JIT)
+def state_outputs(S, t, x, inputs, y, udot):
+    """y[:nx] = the state x = [q; u] at time t [s] with the motion-driven coordinates and rates
+    at their profile values (as `sample` gives them), without the dynamics. udot (nv) is
+    scratch for the profile accelerations."""
+    nq = S.nq
+    for i in range(x.size):
+        y[i] = x[i]
+    apply_prescribed(S, t, y[:nq], y[nq:x.size], inputs, udot)
 
 
 @njit(**JIT)

@@ -1,10 +1,10 @@
 """The FMU's C front end (flexmbs_fmi2.c): compiled per FMU at build time with the system C
-compiler and shipped as binaries/linux64/<modelIdentifier>.so, with pythonfmu's library next to
-it as <modelIdentifier>.pythonfmu.so and a record of this interpreter in the resources.
+compiler and shipped as binaries/linux64/<modelIdentifier>.so (in place of pythonfmu's C++
+library), with a record of this interpreter in the resources.
 
 Why it exists (docs/fmu.md, "The C front end"): the FMI 2.0 state machine and argument checks
-before any Python runs, no host crash on a bad resource location, no exit abort after a host
-unloads the binary, and C hosts that need no environment variables.
+before any Python runs, no host crash on a bad resource location, no exit abort, inputs and
+outputs exchanged in C every step, and C hosts that need no environment variables.
 """
 
 from __future__ import annotations
@@ -24,11 +24,6 @@ from ..variables import Variable
 SOURCE = Path(__file__).with_name("flexmbs_fmi2.c")
 RECORD = "flexmbs_python.txt"       # in the FMU's resources
 _LETTER = {"Real": "R", "Integer": "I", "Boolean": "B", "String": "S", "Enumeration": "I"}
-
-
-def inner_library(ident: str) -> str:
-    """File name of pythonfmu's library inside binaries/linux64."""
-    return f"{ident}.pythonfmu.so"
 
 
 def compiler() -> Optional[str]:
@@ -59,10 +54,11 @@ def record(exclude: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
-def compile_front_end(dest: Path, guid: str, variables: list[Variable], ident: str) -> Optional[str]:
-    """Compile the front end for one FMU into `dest`. Returns None on success, else the reason
-    it could not be built (no compiler, no Python headers or shared libpython, a compiler
-    error); the caller then keeps pythonfmu's binary alone."""
+def compile_front_end(dest: Path, guid: str, variables: list[Variable], module: str, cls: str) -> Optional[str]:
+    """Compile the front end for one FMU into `dest`: the slave is class `cls` of module
+    `module` (in the FMU's resources), `variables` in value-reference order. Returns None on
+    success, else the reason it could not be built (no compiler, no Python headers or shared
+    libpython, a compiler error); the caller then keeps pythonfmu's binary."""
     if not sys.platform.startswith("linux"):
         return f"the C front end is built on Linux only (this is {sys.platform})"
     cc = compiler()
@@ -77,7 +73,7 @@ def compile_front_end(dest: Path, guid: str, variables: list[Variable], ident: s
     with tempfile.TemporaryDirectory(prefix="flexmbs_shim_") as tmp:
         config = Path(tmp) / "flexmbs_shim_config.h"
         config.write_text(f"#define SHIM_GUID {json.dumps(guid)}\n#define SHIM_VAR_TYPES {json.dumps(types)}\n"
-                          f"#define SHIM_PYTHONFMU_LIB {json.dumps(inner_library(ident))}\n"
+                          f"#define SHIM_MODULE {json.dumps(module)}\n#define SHIM_CLASS {json.dumps(cls)}\n"
                           f"#define SHIM_RECORD {json.dumps(RECORD)}\n")
         cmd = [cc, "-shared", "-fPIC", "-O2", "-std=c11", "-Wall", "-fvisibility=hidden", f"-I{tmp}", f"-I{include}",
                "-o", str(dest), str(SOURCE), "-ldl", "-lpthread", "-lm"]

@@ -1,10 +1,10 @@
 /*
  * flexmbs FMI 2.0 co-simulation front end (Linux).
  *
- * Compiled per FMU at build time (see flexmbs_fmu/shim.py) and shipped as the FMU's
- * binaries/linux64/<modelIdentifier>.so. It implements the fmi2* API itself and forwards the
- * valid calls to pythonfmu's library, shipped next to it as <modelIdentifier>.pythonfmu.so.
- * What it adds, all in C because it must hold before Python runs or when Python cannot run:
+ * Compiled per FMU at build time (flexmbs_fmu/shim/__init__.py) and shipped as the FMU's
+ * binaries/linux64/<modelIdentifier>.so. It implements the fmi2* API and runs the FMU's Python
+ * slave (a flexmbs_fmu.base.GuardedSlave, written with pythonfmu's Python classes) through
+ * Python's C API directly; pythonfmu's own C++ library is not used on Linux. What it does:
  *
  *  - the FMI 2.0 co-simulation state machine (FMI 2.0.4 standard, section 4.2.4; the allowed
  *    calls per state follow the Modelica Association's Reference-FMUs, src/fmi2Functions.c):
@@ -13,19 +13,21 @@
  *  - argument checks: GUID, fmuType (co-simulation only), the resource location (a file: URI
  *    of an existing folder holding the slave module), finite times and step sizes, value
  *    references in range and of the type of the call, NULL arrays;
+ *  - a fast path for the calls a master makes every step: the slave hands over its input and
+ *    output arrays and a map of value references to them (GuardedSlave.fmi_fast_path), so
+ *    fmi2SetReal of inputs and fmi2GetReal of outputs run in C; outputs are computed by one
+ *    Python call only when a stale one is read (first a cheap level for positions and
+ *    velocities, the full evaluation only when an output that needs it is read);
  *  - a Python runtime for C hosts: when the process has none, it loads the libpython named in
  *    the record written at build time (resources/flexmbs_python.txt) with RTLD_GLOBAL and
  *    initialises it with that record's home and module paths, so no LD_PRELOAD, PYTHONHOME or
- *    PYTHONPATH is needed;
- *  - pythonfmu's library is loaded with RTLD_NODELETE and the Python runtime is never
- *    finalised: a host that dlcloses this binary unloads only this front end (see docs/fmu.md,
- *    "Why a front end": the exit abort);
- *  - errors and warnings are logged even when the host left logging off (pythonfmu drops every
- *    message then); info messages follow the host's loggingOn and categories.
- *
- * An instance whose Python side failed fatally is never handed back to pythonfmu's
- * fmi2FreeInstance: after a fatal error pythonfmu has already released its Python objects and
- * would release them a second time (heap corruption); that memory is leaked instead.
+ *    PYTHONPATH is needed; that runtime is finalised at exit (atexit), before the libraries'
+ *    own exit handlers;
+ *  - every Python function is looked up with dlsym once a runtime exists, so the library loads
+ *    in a process without libpython and unloads cleanly (no thread, no static destructor);
+ *  - errors and warnings are logged even when the host left logging off; info messages follow
+ *    the host's loggingOn and categories. A Python exception never escapes: it becomes
+ *    fmi2Error with its message logged.
  */
 
 #define _GNU_SOURCE
@@ -33,6 +35,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,7 +44,7 @@
 
 #include <Python.h>
 
-#include "flexmbs_shim_config.h" /* SHIM_GUID, SHIM_VAR_TYPES, SHIM_PYTHONFMU_LIB, SHIM_RECORD */
+#include "flexmbs_shim_config.h" /* SHIM_GUID, SHIM_VAR_TYPES, SHIM_MODULE, SHIM_CLASS, SHIM_RECORD */
 
 /* ------------------------------------------------------------------ FMI 2.0 types (ABI) */
 
@@ -108,56 +111,134 @@ static const char *state_name(State s)
     return "unknown";
 }
 
-/* ------------------------------------------------------------------ pythonfmu's API */
+/* ------------------------------------------------------------------ Python's C API */
 
+/* Python's C API functions used here, looked up at run time: the host may have no libpython
+   loaded when this library is loaded, and a host may load it with RTLD_NOW. */
 typedef struct {
-    fmi2Component (*instantiate)(fmi2String, fmi2Type, fmi2String, fmi2String, const fmi2CallbackFunctions *,
-                                 fmi2Boolean, fmi2Boolean);
-    void (*freeInstance)(fmi2Component);
-    fmi2Status (*setupExperiment)(fmi2Component, fmi2Boolean, fmi2Real, fmi2Real, fmi2Boolean, fmi2Real);
-    fmi2Status (*enterInitializationMode)(fmi2Component);
-    fmi2Status (*exitInitializationMode)(fmi2Component);
-    fmi2Status (*terminate)(fmi2Component);
-    fmi2Status (*reset)(fmi2Component);
-    fmi2Status (*getReal)(fmi2Component, const fmi2ValueReference *, size_t, fmi2Real *);
-    fmi2Status (*getInteger)(fmi2Component, const fmi2ValueReference *, size_t, fmi2Integer *);
-    fmi2Status (*getBoolean)(fmi2Component, const fmi2ValueReference *, size_t, fmi2Boolean *);
-    fmi2Status (*getString)(fmi2Component, const fmi2ValueReference *, size_t, fmi2String *);
-    fmi2Status (*setReal)(fmi2Component, const fmi2ValueReference *, size_t, const fmi2Real *);
-    fmi2Status (*setInteger)(fmi2Component, const fmi2ValueReference *, size_t, const fmi2Integer *);
-    fmi2Status (*setBoolean)(fmi2Component, const fmi2ValueReference *, size_t, const fmi2Boolean *);
-    fmi2Status (*setString)(fmi2Component, const fmi2ValueReference *, size_t, const fmi2String *);
-    fmi2Status (*getFMUstate)(fmi2Component, fmi2FMUstate *);
-    fmi2Status (*setFMUstate)(fmi2Component, fmi2FMUstate);
-    fmi2Status (*freeFMUstate)(fmi2Component, fmi2FMUstate *);
-    fmi2Status (*serializedFMUstateSize)(fmi2Component, fmi2FMUstate, size_t *);
-    fmi2Status (*serializeFMUstate)(fmi2Component, fmi2FMUstate, fmi2Byte *, size_t);
-    fmi2Status (*deSerializeFMUstate)(fmi2Component, const fmi2Byte *, size_t, fmi2FMUstate *);
-    fmi2Status (*doStep)(fmi2Component, fmi2Real, fmi2Real, fmi2Boolean);
-    fmi2Status (*getStatus)(fmi2Component, fmi2StatusKind, fmi2Status *);
-    fmi2Status (*getRealStatus)(fmi2Component, fmi2StatusKind, fmi2Real *);
-    fmi2Status (*getIntegerStatus)(fmi2Component, fmi2StatusKind, fmi2Integer *);
-    fmi2Status (*getBooleanStatus)(fmi2Component, fmi2StatusKind, fmi2Boolean *);
-    fmi2Status (*getStringStatus)(fmi2Component, fmi2StatusKind, fmi2String *);
-} Inner;
+    int (*IsInitialized)(void);
+    void (*InitConfig)(PyConfig *);
+    PyStatus (*SetBytesString)(PyConfig *, wchar_t **, const char *);
+    PyStatus (*InitializeFromConfig)(const PyConfig *);
+    int (*StatusException)(PyStatus);
+    void (*ConfigClear)(PyConfig *);
+    PyGILState_STATE (*GILEnsure)(void);
+    void (*GILRelease)(PyGILState_STATE);
+    int (*RunSimpleString)(const char *);
+    PyThreadState *(*SaveThread)(void);
+    int (*FinalizeEx)(void);
+    /* objects */
+    PyObject *(*ImportModule)(const char *);
+    PyObject *(*GetAttrString)(PyObject *, const char *);
+    PyObject *(*CallObject)(PyObject *, PyObject *);
+    PyObject *(*Call)(PyObject *, PyObject *, PyObject *);
+    PyObject *(*VaBuildValue)(const char *, va_list);
+    void (*IncRef)(PyObject *);
+    void (*DecRef)(PyObject *);
+    int (*IsTrue)(PyObject *);
+    PyObject *(*Str)(PyObject *);
+    const char *(*AsUTF8)(PyObject *);
+    PyObject *(*UnicodeFromString)(const char *);
+    PyObject *(*ErrOccurred)(void);
+    void (*ErrFetch)(PyObject **, PyObject **, PyObject **);
+    void (*ErrClear)(void);
+    PyObject *(*ListNew)(Py_ssize_t);
+    Py_ssize_t (*ListSize)(PyObject *);
+    PyObject *(*ListGetItem)(PyObject *, Py_ssize_t);
+    int (*ListSetItem)(PyObject *, Py_ssize_t, PyObject *);
+    int (*ListInsert)(PyObject *, Py_ssize_t, PyObject *);
+    int (*SequenceContains)(PyObject *, PyObject *);
+    PyObject *(*TupleGetItem)(PyObject *, Py_ssize_t);
+    Py_ssize_t (*TupleSize)(PyObject *);
+    PyObject *(*LongFromLong)(long);
+    long (*LongAsLong)(PyObject *);
+    void *(*LongAsVoidPtr)(PyObject *);
+    PyObject *(*FloatFromDouble)(double);
+    double (*FloatAsDouble)(PyObject *);
+    PyObject *(*BoolFromLong)(long);
+    PyObject *(*BytesFromStringAndSize)(const char *, Py_ssize_t);
+    int (*BytesAsStringAndSize)(PyObject *, char **, Py_ssize_t *);
+} PyApi;
 
-static Inner inner;
-static int inner_loaded = 0;
-static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
+static PyApi py;           /* filled once a runtime runs in this process */
+static PyApi started;      /* the runtime this library started (C hosts), finalised at exit */
+
+static int lookup(void *handle, PyApi *api)
+{
+    void *h = handle ? handle : RTLD_DEFAULT;
+    int ok = 1;
+#define SYM(field, name) ok &= (*(void **)(&api->field) = dlsym(h, name)) != NULL;
+    SYM(IsInitialized, "Py_IsInitialized") SYM(InitConfig, "PyConfig_InitPythonConfig")
+    SYM(SetBytesString, "PyConfig_SetBytesString") SYM(InitializeFromConfig, "Py_InitializeFromConfig")
+    SYM(StatusException, "PyStatus_Exception") SYM(ConfigClear, "PyConfig_Clear")
+    SYM(GILEnsure, "PyGILState_Ensure") SYM(GILRelease, "PyGILState_Release")
+    SYM(RunSimpleString, "PyRun_SimpleString") SYM(SaveThread, "PyEval_SaveThread") SYM(FinalizeEx, "Py_FinalizeEx")
+    SYM(ImportModule, "PyImport_ImportModule") SYM(GetAttrString, "PyObject_GetAttrString")
+    SYM(CallObject, "PyObject_CallObject") SYM(Call, "PyObject_Call") SYM(VaBuildValue, "Py_VaBuildValue")
+    SYM(IncRef, "Py_IncRef") SYM(DecRef, "Py_DecRef") SYM(IsTrue, "PyObject_IsTrue") SYM(Str, "PyObject_Str")
+    SYM(AsUTF8, "PyUnicode_AsUTF8") SYM(UnicodeFromString, "PyUnicode_FromString")
+    SYM(ErrOccurred, "PyErr_Occurred") SYM(ErrFetch, "PyErr_Fetch") SYM(ErrClear, "PyErr_Clear")
+    SYM(ListNew, "PyList_New") SYM(ListSize, "PyList_Size") SYM(ListGetItem, "PyList_GetItem")
+    SYM(ListSetItem, "PyList_SetItem") SYM(ListInsert, "PyList_Insert") SYM(SequenceContains, "PySequence_Contains")
+    SYM(TupleGetItem, "PyTuple_GetItem") SYM(TupleSize, "PyTuple_Size")
+    SYM(LongFromLong, "PyLong_FromLong") SYM(LongAsLong, "PyLong_AsLong") SYM(LongAsVoidPtr, "PyLong_AsVoidPtr")
+    SYM(FloatFromDouble, "PyFloat_FromDouble") SYM(FloatAsDouble, "PyFloat_AsDouble")
+    SYM(BoolFromLong, "PyBool_FromLong") SYM(BytesFromStringAndSize, "PyBytes_FromStringAndSize")
+    SYM(BytesAsStringAndSize, "PyBytes_AsStringAndSize")
+#undef SYM
+    return ok;
+}
+
+/* At process exit, before the libraries' own destructors run: finalise the Python runtime this
+   library started, so that extension modules (numpy, scipy, llvmlite) shut down while their
+   libraries are still intact; without it glibc aborts in libgfortran's exit handler ("free():
+   corrupted unsorted chunks", every run of a C host). */
+static void finalize_started(void)
+{
+    if (!started.FinalizeEx) return;
+    started.GILEnsure();
+    started.FinalizeEx();
+}
 
 /* ------------------------------------------------------------------ the instance */
+
+/* Kinds of value reference in the fast-path map (GuardedSlave.fmi_fast_path). */
+enum { VR_SLOW = 0, VR_INPUT = 1, VR_STATE_OUTPUT = 2, VR_OUTPUT = 3 };
+
+typedef struct {
+    PyObject *owner;          /* the tuple that keeps the slave's arrays alive */
+    double *inputs;           /* Real inputs, by input slot (the slave's array) */
+    double *outputs;          /* Real outputs, by output slot */
+    const int32_t *kind;      /* per value reference: VR_* */
+    const int32_t *slot;      /* per value reference: slot in inputs or outputs */
+    int64_t *flags;           /* [0] outputs valid up to level 0/1/2, [1] refused inputs pending */
+    size_t n;                 /* number of value references in kind and slot */
+} Fast;
 
 typedef struct {
     State state;
     char *name;
     fmi2CallbackFunctions host;   /* the host's callbacks */
-    fmi2CallbackFunctions mine;   /* given to pythonfmu: its messages come through log_from_inner */
     int logging_on;
     size_t n_categories;
     char **categories;
-    fmi2Component inner;
-    fmi2Status worst;             /* the worst status pythonfmu logged during the current call */
+    int visible;
+    char resources[4096];
+    PyObject *slave;              /* the Python slave (a GuardedSlave) */
+    PyObject *log_queue;          /* its list of pending messages */
+    PyObject *strings;            /* the last fmi2GetString result, kept while the host reads it */
+    Fast fast;                    /* fast.owner == NULL: no fast path */
+    double last_successful;       /* [s] end of the last step taken (start of a refused one) */
+    fmi2Status worst;             /* the worst status the slave logged during the current call */
 } Instance;
+
+/* A saved state: the slave's state object, and its serialised bytes once asked for. */
+#define SAVED_MAGIC 0x666c6578u
+typedef struct {
+    unsigned magic;
+    PyObject *data;
+    PyObject *bytes;
+} Saved;
 
 static int category_on(const Instance *in, fmi2String category)
 {
@@ -204,15 +285,6 @@ static void logf_(const Instance *in, fmi2Status status, const char *fmt, ...)
     emit(in, status, cat, msg);
 }
 
-static void log_from_inner(fmi2ComponentEnvironment env, fmi2String name, fmi2Status status, fmi2String category,
-                           fmi2String message, ...)
-{
-    (void)name;
-    Instance *in = env;
-    if (status > in->worst) in->worst = status;
-    emit(in, status, category, message);
-}
-
 /* The call is allowed in the instance's state; else log and refuse. */
 static int allowed(Instance *in, const char *call, int mask)
 {
@@ -222,34 +294,11 @@ static int allowed(Instance *in, const char *call, int mask)
     return 0;
 }
 
-/* The status of a forwarded call also sets the state: fatal ends the instance. */
-static fmi2Status after(Instance *in, fmi2Status status)
-{
-    if (status == fmi2Fatal) in->state = FATAL_STATE;
-    return status;
-}
-
-/* pythonfmu returns fmi2OK from a call whose Python side refused it with a logged error (a
-   value refused, a state not applied): the call's status is then `to`. */
+/* The slave refuses a call by logging an error and returning normally (a value refused, a state
+   not applied): the call's status is then `to`. */
 static fmi2Status escalate(const Instance *in, fmi2Status status, fmi2Status to)
 {
     return (status < to && in->worst >= fmi2Error) ? to : status;
-}
-
-/* Forward one call to pythonfmu, noting what it logs. */
-#define FORWARD(in, expr) ((in)->worst = fmi2OK, after((in), (expr)))
-
-/* ------------------------------------------------------------------ loading */
-
-static const char *this_folder(char *buf, size_t n)
-{
-    Dl_info info;
-    if (!dladdr((void *)&this_folder, &info) || !info.dli_fname) return NULL;
-    snprintf(buf, n, "%s", info.dli_fname);
-    char *slash = strrchr(buf, '/');
-    if (!slash) return NULL;
-    *slash = '\0';
-    return buf;
 }
 
 /* resource location URI -> folder path (file:///p, file:/p, file://localhost/p; %XX decoded).
@@ -296,54 +345,6 @@ static int resource_folder(fmi2String uri, char *out, size_t n, char *why, size_
         return 0;
     }
     return 1;
-}
-
-/* Python's C API functions used here, looked up at run time (the host may have no libpython
-   loaded when this library is loaded). */
-typedef struct {
-    int (*IsInitialized)(void);
-    void (*InitConfig)(PyConfig *);
-    PyStatus (*SetBytesString)(PyConfig *, wchar_t **, const char *);
-    PyStatus (*InitializeFromConfig)(const PyConfig *);
-    int (*StatusException)(PyStatus);
-    void (*ConfigClear)(PyConfig *);
-    PyGILState_STATE (*GILEnsure)(void);
-    void (*GILRelease)(PyGILState_STATE);
-    int (*RunSimpleString)(const char *);
-    PyThreadState *(*SaveThread)(void);
-    int (*FinalizeEx)(void);
-} PyApi;
-
-static PyApi started;   /* the runtime this library started (C hosts), finalised at exit */
-
-/* At process exit, before the libraries' own destructors run: finalise the Python runtime this
-   library started, so that extension modules (numpy, scipy, llvmlite) shut down while their
-   libraries are still intact; without it glibc aborts in libgfortran's exit handler ("free():
-   corrupted unsorted chunks", every run of a C host). */
-static void finalize_started(void)
-{
-    if (!started.FinalizeEx) return;
-    started.GILEnsure();
-    started.FinalizeEx();
-}
-
-static int lookup(void *handle, PyApi *api)
-{
-    void *h = handle ? handle : RTLD_DEFAULT;
-    api->IsInitialized = (int (*)(void))dlsym(h, "Py_IsInitialized");
-    api->InitConfig = (void (*)(PyConfig *))dlsym(h, "PyConfig_InitPythonConfig");
-    api->SetBytesString = (PyStatus(*)(PyConfig *, wchar_t **, const char *))dlsym(h, "PyConfig_SetBytesString");
-    api->InitializeFromConfig = (PyStatus(*)(const PyConfig *))dlsym(h, "Py_InitializeFromConfig");
-    api->StatusException = (int (*)(PyStatus))dlsym(h, "PyStatus_Exception");
-    api->ConfigClear = (void (*)(PyConfig *))dlsym(h, "PyConfig_Clear");
-    api->GILEnsure = (PyGILState_STATE(*)(void))dlsym(h, "PyGILState_Ensure");
-    api->GILRelease = (void (*)(PyGILState_STATE))dlsym(h, "PyGILState_Release");
-    api->RunSimpleString = (int (*)(const char *))dlsym(h, "PyRun_SimpleString");
-    api->SaveThread = (PyThreadState * (*)(void)) dlsym(h, "PyEval_SaveThread");
-    api->FinalizeEx = (int (*)(void))dlsym(h, "Py_FinalizeEx");
-    return api->IsInitialized && api->InitConfig && api->SetBytesString && api->InitializeFromConfig &&
-           api->StatusException && api->ConfigClear && api->GILEnsure && api->GILRelease && api->RunSimpleString &&
-           api->SaveThread && api->FinalizeEx;
 }
 
 /* A Python string literal of s (for the module paths handed to site.addsitedir). */
@@ -437,44 +438,173 @@ static int ensure_python(const char *resources, char *why, size_t nwhy)
     return 1;
 }
 
-static int load_inner(char *why, size_t nwhy)
+/* ------------------------------------------------------------------ calling the slave (GIL held) */
+
+/* The pending Python exception as one logged error naming the call; cleared. */
+static void log_exception(Instance *in, const char *call)
 {
-    if (inner_loaded) return 1;
-    char folder[4096], path[4400];
-    if (!this_folder(folder, sizeof folder)) {
-        snprintf(why, nwhy, "cannot find the folder of this library");
-        return 0;
-    }
-    snprintf(path, sizeof path, "%s/%s", folder, SHIM_PYTHONFMU_LIB);
-    /* never unloaded: its Python objects and threads outlive any dlclose of this front end */
-    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
-    if (!h) {
-        snprintf(why, nwhy, "cannot load %.300s: %.400s", path, dlerror());
-        return 0;
-    }
-#define GET(field, sym)                                                                 \
-    *(void **)(&inner.field) = dlsym(h, sym);                                            \
-    if (!inner.field) {                                                                  \
-        snprintf(why, nwhy, "%.300s lacks %s", path, sym);                               \
-        return 0;                                                                        \
-    }
-    GET(instantiate, "fmi2Instantiate") GET(freeInstance, "fmi2FreeInstance")
-    GET(setupExperiment, "fmi2SetupExperiment") GET(enterInitializationMode, "fmi2EnterInitializationMode")
-    GET(exitInitializationMode, "fmi2ExitInitializationMode") GET(terminate, "fmi2Terminate")
-    GET(reset, "fmi2Reset") GET(getReal, "fmi2GetReal") GET(getInteger, "fmi2GetInteger")
-    GET(getBoolean, "fmi2GetBoolean") GET(getString, "fmi2GetString") GET(setReal, "fmi2SetReal")
-    GET(setInteger, "fmi2SetInteger") GET(setBoolean, "fmi2SetBoolean") GET(setString, "fmi2SetString")
-    GET(getFMUstate, "fmi2GetFMUstate") GET(setFMUstate, "fmi2SetFMUstate") GET(freeFMUstate, "fmi2FreeFMUstate")
-    GET(serializedFMUstateSize, "fmi2SerializedFMUstateSize") GET(serializeFMUstate, "fmi2SerializeFMUstate")
-    GET(deSerializeFMUstate, "fmi2DeSerializeFMUstate") GET(doStep, "fmi2DoStep") GET(getStatus, "fmi2GetStatus")
-    GET(getRealStatus, "fmi2GetRealStatus") GET(getIntegerStatus, "fmi2GetIntegerStatus")
-    GET(getBooleanStatus, "fmi2GetBooleanStatus") GET(getStringStatus, "fmi2GetStringStatus")
-#undef GET
-    inner_loaded = 1;
-    return 1;
+    PyObject *type = NULL, *value = NULL, *tb = NULL;
+    py.ErrFetch(&type, &value, &tb);
+    PyObject *tname = type ? py.GetAttrString(type, "__name__") : NULL;
+    PyObject *text = value ? py.Str(value) : NULL;
+    const char *t = tname ? py.AsUTF8(tname) : NULL;
+    const char *v = text ? py.AsUTF8(text) : NULL;
+    if (py.ErrOccurred()) py.ErrClear();
+    logf_(in, fmi2Error, "%s failed in Python: %s: %s", call, t ? t : "exception", v ? v : "(no message)");
+    if (tname) py.DecRef(tname);
+    if (text) py.DecRef(text);
+    if (type) py.DecRef(type);
+    if (value) py.DecRef(value);
+    if (tb) py.DecRef(tb);
 }
 
+/* Pass the slave's queued messages to the host (GuardedSlave.fmi_take_log: (status, category,
+   message) tuples), noting the worst status. */
+static void drain_log(Instance *in)
+{
+    if (!in->log_queue || py.ListSize(in->log_queue) <= 0) return;
+    PyObject *msgs = py.GetAttrString(in->slave, "fmi_take_log");
+    PyObject *list = msgs ? py.CallObject(msgs, NULL) : NULL;
+    if (msgs) py.DecRef(msgs);
+    if (!list) {
+        log_exception(in, "reading the FMU's messages");
+        return;
+    }
+    for (Py_ssize_t i = 0, n = py.ListSize(list); i < n; i++) {
+        PyObject *m = py.ListGetItem(list, i);
+        fmi2Status status = (fmi2Status)py.LongAsLong(py.TupleGetItem(m, 0));
+        const char *category = py.AsUTF8(py.TupleGetItem(m, 1));
+        const char *text = py.AsUTF8(py.TupleGetItem(m, 2));
+        if (status > in->worst) in->worst = status;
+        emit(in, status, category, text);
+    }
+    if (py.ErrOccurred()) log_exception(in, "reading the FMU's messages");
+    py.DecRef(list);
+}
+
+/* slave.<method>(*args), the arguments built from `fmt` (Py_BuildValue's format: "(dd)", "(O)",
+   NULL for none). Returns a new reference, or NULL with the exception logged; the slave's
+   messages are passed on either way. */
+static PyObject *vcall(Instance *in, const char *method, const char *fmt, va_list ap)
+{
+    PyObject *args = fmt ? py.VaBuildValue(fmt, ap) : NULL;
+    PyObject *fn = (args || !fmt) ? py.GetAttrString(in->slave, method) : NULL;
+    PyObject *result = fn ? py.CallObject(fn, args) : NULL;
+    if (fn) py.DecRef(fn);
+    if (args) py.DecRef(args);
+    if (!result) log_exception(in, method);
+    drain_log(in);
+    return result;
+}
+
+static PyObject *call(Instance *in, const char *method, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    PyObject *result = vcall(in, method, fmt, ap);
+    va_end(ap);
+    return result;
+}
+
+/* A call whose result is not needed: fmi2OK, or fmi2Error when Python raised (the slave's own
+   refusals are logged errors, see escalate). */
+static fmi2Status call_status(Instance *in, const char *method, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    PyObject *result = vcall(in, method, fmt, ap);
+    va_end(ap);
+    if (!result) return fmi2Error;
+    py.DecRef(result);
+    return fmi2OK;
+}
+
+#define GIL_ENTER PyGILState_STATE gil_ = py.GILEnsure(); in->worst = fmi2OK;
+#define GIL_LEAVE py.GILRelease(gil_);
+
+/* The slave's fast path (GuardedSlave.fmi_fast_path: None, or a tuple of the addresses of
+   inputs, outputs, kind, slot and flags, the number of value references, and the arrays). */
+static void take_fast_path(Instance *in)
+{
+    memset(&in->fast, 0, sizeof in->fast);
+    PyObject *t = call(in, "fmi_fast_path", NULL);
+    if (!t) return;
+    if (py.TupleSize(t) != 7) {   /* None: this slave has no fast path */
+        if (py.ErrOccurred()) py.ErrClear();
+        py.DecRef(t);
+        return;
+    }
+    Fast f;
+    f.inputs = py.LongAsVoidPtr(py.TupleGetItem(t, 0));
+    f.outputs = py.LongAsVoidPtr(py.TupleGetItem(t, 1));
+    f.kind = py.LongAsVoidPtr(py.TupleGetItem(t, 2));
+    f.slot = py.LongAsVoidPtr(py.TupleGetItem(t, 3));
+    f.flags = py.LongAsVoidPtr(py.TupleGetItem(t, 4));
+    f.n = (size_t)py.LongAsLong(py.TupleGetItem(t, 5));
+    if (py.ErrOccurred() || !f.kind || !f.slot || !f.flags || f.n != sizeof(SHIM_VAR_TYPES) - 1) {
+        if (py.ErrOccurred()) py.ErrClear();
+        logf_(in, fmi2Warning, "the slave's fast path does not fit this FMU; every call goes through Python");
+        py.DecRef(t);
+        return;
+    }
+    f.owner = t;
+    in->fast = f;
+}
+
+static void release_slave(Instance *in)
+{
+    if (in->fast.owner) py.DecRef(in->fast.owner);
+    memset(&in->fast, 0, sizeof in->fast);
+    if (in->strings) py.DecRef(in->strings);
+    if (in->log_queue) py.DecRef(in->log_queue);
+    if (in->slave) py.DecRef(in->slave);
+    in->strings = in->log_queue = in->slave = NULL;
+}
+
+/* Py_BuildValue through the looked-up Py_VaBuildValue. */
+static PyObject *build(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    PyObject *o = py.VaBuildValue(fmt, ap);
+    va_end(ap);
+    return o;
+}
+
+/* Import the slave module from the resources and create the slave,
+   SHIM_CLASS(instance_name=..., resources=..., visible=...); 0 with the reason logged. */
+static int create_slave(Instance *in)
+{
+    PyObject *sys = py.ImportModule("sys");
+    PyObject *path = sys ? py.GetAttrString(sys, "path") : NULL;
+    PyObject *folder = py.UnicodeFromString(in->resources);
+    int ok = path && folder && (py.SequenceContains(path, folder) == 1 || py.ListInsert(path, 0, folder) == 0);
+    if (folder) py.DecRef(folder);
+    if (path) py.DecRef(path);
+    if (sys) py.DecRef(sys);
+    PyObject *module = ok ? py.ImportModule(SHIM_MODULE) : NULL;
+    PyObject *cls = module ? py.GetAttrString(module, SHIM_CLASS) : NULL;
+    if (module) py.DecRef(module);
+    PyObject *args = cls ? build("()") : NULL;
+    PyObject *kwargs = args ? build("{s:s,s:s,s:i}", "instance_name", in->name, "resources", in->resources, "visible",
+                                    in->visible) : NULL;
+    in->slave = kwargs ? py.Call(cls, args, kwargs) : NULL;
+    if (kwargs) py.DecRef(kwargs);
+    if (args) py.DecRef(args);
+    if (cls) py.DecRef(cls);
+    in->log_queue = in->slave ? py.GetAttrString(in->slave, "log_queue") : NULL;
+    if (!in->slave || !in->log_queue) {
+        log_exception(in, "fmi2Instantiate: creating the Python slave " SHIM_MODULE "." SHIM_CLASS);
+        release_slave(in);
+        return 0;
+    }
+    drain_log(in);
+    take_fast_path(in);
+    return 1;
+}
 /* ------------------------------------------------------------------ FMI API */
+
+static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
 
 EXPORT const char *fmi2GetTypesPlatform(void) { return "default"; }
 EXPORT const char *fmi2GetVersion(void) { return "2.0"; }
@@ -492,19 +622,19 @@ EXPORT fmi2Component fmi2Instantiate(fmi2String instanceName, fmi2Type fmuType, 
                                      fmi2String fmuResourceLocation, const fmi2CallbackFunctions *functions,
                                      fmi2Boolean visible, fmi2Boolean loggingOn)
 {
-    (void)visible;
     Instance *in = calloc(1, sizeof *in);
     if (!in) return NULL;
     in->name = strdup(instanceName ? instanceName : "");
     if (functions) in->host = *functions;
     in->logging_on = loggingOn == FMI2_TRUE;
+    in->visible = visible == FMI2_TRUE;
     in->state = INSTANTIATED;
-    char why[1200], folder[4096];
-    if (!functions || !functions->logger) {
+    char why[1200];
+    if (!in->name || !functions || !functions->logger) {
         free_instance(in);   /* no logger to say why: the FMI standard requires one */
         return NULL;
     }
-    if (!instanceName || !instanceName[0]) {
+    if (!instanceName[0]) {
         logf_(in, fmi2Error, "fmi2Instantiate: the instance name is missing");
         goto fail;
     }
@@ -518,28 +648,26 @@ EXPORT fmi2Component fmi2Instantiate(fmi2String instanceName, fmi2Type fmuType, 
               "belongs to another build)", fmuGUID ? fmuGUID : "(NULL)", SHIM_GUID);
         goto fail;
     }
-    if (!resource_folder(fmuResourceLocation, folder, sizeof folder, why, sizeof why)) {
+    if (!resource_folder(fmuResourceLocation, in->resources, sizeof in->resources, why, sizeof why)) {
         logf_(in, fmi2Error, "fmi2Instantiate: %s", why);
         goto fail;
     }
-    pthread_mutex_lock(&load_lock);
-    int ready = ensure_python(folder, why, sizeof why) && load_inner(why, sizeof why);
-    pthread_mutex_unlock(&load_lock);
+    pthread_mutex_lock(&start_lock);
+    int ready = ensure_python(in->resources, why, sizeof why);
+    if (ready && !py.GILEnsure && !lookup(NULL, &py)) {
+        snprintf(why, sizeof why, "the Python runtime of this process lacks part of Python's C API (3.8 or newer "
+                 "is needed)");
+        ready = 0;
+    }
+    pthread_mutex_unlock(&start_lock);
     if (!ready) {
         logf_(in, fmi2Error, "fmi2Instantiate: %s", why);
         goto fail;
     }
-    in->mine = in->host;
-    in->mine.logger = log_from_inner;
-    in->mine.componentEnvironment = in;
-    char uri[4200];
-    snprintf(uri, sizeof uri, "file://%s", folder);
-    /* pythonfmu logs only with logging on: always on, filtered in emit() */
-    in->inner = inner.instantiate(instanceName, fmuType, fmuGUID, uri, &in->mine, visible, FMI2_TRUE);
-    if (!in->inner) {
-        logf_(in, fmi2Error, "fmi2Instantiate: the Python slave could not be created (see the messages above)");
-        goto fail;
-    }
+    GIL_ENTER
+    int created = create_slave(in);
+    GIL_LEAVE
+    if (!created) goto fail;
     return in;
 fail:
     free_instance(in);
@@ -550,7 +678,11 @@ EXPORT void fmi2FreeInstance(fmi2Component c)
 {
     Instance *in = c;
     if (!in) return;
-    if (in->inner && in->state != FATAL_STATE) inner.freeInstance(in->inner);
+    if (in->slave) {
+        GIL_ENTER
+        release_slave(in);
+        GIL_LEAVE
+    }
     free_instance(in);
 }
 
@@ -595,40 +727,59 @@ EXPORT fmi2Status fmi2SetupExperiment(fmi2Component c, fmi2Boolean toleranceDefi
               tolerance);
         return fmi2Error;
     }
-    return FORWARD(in, inner.setupExperiment(in->inner, toleranceDefined, tolerance, startTime, stopTimeDefined,
-                                           stopTime));
+    GIL_ENTER
+    PyObject *stop = stopTimeDefined ? py.FloatFromDouble(stopTime) : build("");
+    PyObject *tol = toleranceDefined ? py.FloatFromDouble(tolerance) : build("");
+    fmi2Status s = call_status(in, "setup_experiment", "(dOO)", startTime, stop, tol);
+    py.DecRef(stop);
+    py.DecRef(tol);
+    GIL_LEAVE
+    in->last_successful = startTime;
+    return s;
+}
+
+/* A transition through one slave method: on success the instance moves to `next`. */
+static fmi2Status transition(Instance *in, const char *method, State next)
+{
+    GIL_ENTER
+    fmi2Status s = call_status(in, method, NULL);
+    GIL_LEAVE
+    if (s <= fmi2Warning) in->state = next;
+    return s;
 }
 
 EXPORT fmi2Status fmi2EnterInitializationMode(fmi2Component c)
 {
     ENTER("fmi2EnterInitializationMode", INSTANTIATED)
-    fmi2Status s = FORWARD(in, inner.enterInitializationMode(in->inner));
-    if (s <= fmi2Warning) in->state = INITIALIZATION_MODE;
-    return s;
+    return transition(in, "enter_initialization_mode", INITIALIZATION_MODE);
 }
 
 EXPORT fmi2Status fmi2ExitInitializationMode(fmi2Component c)
 {
     ENTER("fmi2ExitInitializationMode", INITIALIZATION_MODE)
-    fmi2Status s = FORWARD(in, inner.exitInitializationMode(in->inner));
-    if (s <= fmi2Warning) in->state = STEP_COMPLETE;
-    return s;
+    return transition(in, "exit_initialization_mode", STEP_COMPLETE);
 }
 
 EXPORT fmi2Status fmi2Terminate(fmi2Component c)
 {
     ENTER("fmi2Terminate", RUNNING)
-    fmi2Status s = FORWARD(in, inner.terminate(in->inner));
-    if (s <= fmi2Warning) in->state = TERMINATED;
-    return s;
+    return transition(in, "terminate", TERMINATED);
 }
 
 EXPORT fmi2Status fmi2Reset(fmi2Component c)
 {
     ENTER("fmi2Reset", ANY_LIVE)
-    fmi2Status s = FORWARD(in, inner.reset(in->inner));
-    if (s <= fmi2Warning) in->state = INSTANTIATED;
-    return s;
+    GIL_ENTER
+    release_slave(in);
+    int created = create_slave(in);
+    GIL_LEAVE
+    if (!created) {
+        in->state = FATAL_STATE;   /* no slave left: only fmi2FreeInstance remains */
+        return fmi2Fatal;
+    }
+    in->state = INSTANTIATED;
+    in->last_successful = 0.0;
+    return fmi2OK;
 }
 
 /* Every value reference exists and is of type `type` (a letter of SHIM_VAR_TYPES). */
@@ -658,23 +809,197 @@ static int refs_ok(Instance *in, const char *call, const fmi2ValueReference vr[]
     return 1;
 }
 
-#define ACCESS(name, mask, type, letter, innerfn, refused)                                                     \
-    EXPORT fmi2Status name(fmi2Component c, const fmi2ValueReference vr[], size_t nvr, type value)      \
+/* A Python list of the value references. */
+static PyObject *vr_list(const fmi2ValueReference vr[], size_t nvr)
+{
+    PyObject *list = py.ListNew((Py_ssize_t)nvr);
+    for (size_t i = 0; list && i < nvr; i++) py.ListSetItem(list, (Py_ssize_t)i, py.LongFromLong((long)vr[i]));
+    return list;
+}
+
+/* slave.set_<kind>(vrs, values), the values converted by `box`. */
+static fmi2Status set_values(Instance *in, const char *method, const fmi2ValueReference vr[], size_t nvr,
+                             PyObject *(*box)(const void *, size_t), const void *values)
+{
+    GIL_ENTER
+    PyObject *refs = vr_list(vr, nvr), *vals = py.ListNew((Py_ssize_t)nvr);
+    for (size_t i = 0; vals && i < nvr; i++) py.ListSetItem(vals, (Py_ssize_t)i, box(values, i));
+    fmi2Status s = refs && vals ? call_status(in, method, "(OO)", refs, vals) : fmi2Error;
+    if (refs) py.DecRef(refs);
+    if (vals) py.DecRef(vals);
+    GIL_LEAVE
+    return escalate(in, s, fmi2Warning);
+}
+
+/* slave.get_<kind>(vrs) -> list, each item stored by `unbox`. Python holds the GIL on return
+   (the caller releases it): fmi2GetString keeps the list while the host reads the strings. */
+static fmi2Status get_values(Instance *in, const char *method, const fmi2ValueReference vr[], size_t nvr,
+                             int (*unbox)(PyObject *, void *, size_t), void *values, PyObject **keep)
+{
+    PyObject *refs = vr_list(vr, nvr);
+    PyObject *list = refs ? call(in, method, "(O)", refs) : NULL;
+    if (refs) py.DecRef(refs);
+    if (!list) return fmi2Error;
+    fmi2Status s = fmi2OK;
+    if (py.ListSize(list) != (Py_ssize_t)nvr) {
+        if (py.ErrOccurred()) py.ErrClear();
+        logf_(in, fmi2Error, "%s returned %zd values for %zu value references", method, py.ListSize(list), nvr);
+        s = fmi2Error;
+    }
+    for (size_t i = 0; s == fmi2OK && i < nvr; i++)
+        if (!unbox(py.ListGetItem(list, (Py_ssize_t)i), values, i)) {
+            log_exception(in, method);
+            s = fmi2Error;
+        }
+    if (keep && s == fmi2OK) {
+        if (*keep) py.DecRef(*keep);
+        *keep = list;
+    } else {
+        py.DecRef(list);
+    }
+    return escalate(in, s, fmi2Error);
+}
+
+static PyObject *box_real(const void *v, size_t i) { return py.FloatFromDouble(((const fmi2Real *)v)[i]); }
+static PyObject *box_integer(const void *v, size_t i) { return py.LongFromLong(((const fmi2Integer *)v)[i]); }
+static PyObject *box_boolean(const void *v, size_t i) { return py.BoolFromLong(((const fmi2Boolean *)v)[i]); }
+static PyObject *box_string(const void *v, size_t i)
+{
+    const char *s = ((const fmi2String *)v)[i];
+    return py.UnicodeFromString(s ? s : "");
+}
+static int unbox_real(PyObject *o, void *v, size_t i)
+{
+    ((fmi2Real *)v)[i] = py.FloatAsDouble(o);
+    return !py.ErrOccurred();
+}
+static int unbox_integer(PyObject *o, void *v, size_t i)
+{
+    ((fmi2Integer *)v)[i] = (fmi2Integer)py.LongAsLong(o);
+    return !py.ErrOccurred();
+}
+static int unbox_boolean(PyObject *o, void *v, size_t i)
+{
+    int t = py.IsTrue(o);
+    ((fmi2Boolean *)v)[i] = t > 0;
+    return t >= 0;
+}
+static int unbox_string(PyObject *o, void *v, size_t i)
+{
+    ((fmi2String *)v)[i] = py.AsUTF8(o);
+    return ((fmi2String *)v)[i] != NULL;
+}
+
+/* Fast path of fmi2SetReal: every reference an input, every value finite, no refused input
+   pending (the slave clears that). Returns 0 when the call must go through Python. */
+static int fast_set(Instance *in, const fmi2ValueReference vr[], size_t nvr, const fmi2Real value[])
+{
+    const Fast *f = &in->fast;
+    if (!f->owner || f->flags[1] != 0) return 0;
+    for (size_t i = 0; i < nvr; i++)
+        if (f->kind[vr[i]] != VR_INPUT || !isfinite(value[i])) return 0;
+    for (size_t i = 0; i < nvr; i++) f->inputs[f->slot[vr[i]]] = value[i];
+    f->flags[0] = 0;   /* the outputs no longer belong to these inputs */
+    return 1;
+}
+
+/* Fast path of fmi2GetReal: inputs and outputs only; stale outputs are computed by one call
+   of slave.fmi_refresh(level). Returns 0 when the call must go through Python, else 1 with
+   *status set. */
+static int fast_get(Instance *in, const fmi2ValueReference vr[], size_t nvr, fmi2Real value[], fmi2Status *status)
+{
+    const Fast *f = &in->fast;
+    if (!f->owner) return 0;
+    int64_t level = 0;
+    for (size_t i = 0; i < nvr; i++) {
+        int32_t k = f->kind[vr[i]];
+        if (k == VR_SLOW) return 0;
+        if (k == VR_STATE_OUTPUT && level < 1) level = 1;
+        if (k == VR_OUTPUT) level = 2;
+    }
+    *status = fmi2OK;
+    if (f->flags[0] < level) {
+        GIL_ENTER
+        PyObject *r = call(in, "fmi_refresh", "(i)", (int)level);
+        int ok = r && py.IsTrue(r) == 1;
+        if (r) py.DecRef(r);
+        GIL_LEAVE
+        if (!ok) *status = fmi2Error;
+    }
+    for (size_t i = 0; i < nvr; i++) {
+        int32_t k = f->kind[vr[i]];
+        value[i] = *status != fmi2OK ? NAN : k == VR_INPUT ? f->inputs[f->slot[vr[i]]] : f->outputs[f->slot[vr[i]]];
+    }
+    return 1;
+}
+
+EXPORT fmi2Status fmi2SetReal(fmi2Component c, const fmi2ValueReference vr[], size_t nvr, const fmi2Real value[])
+{
+    ENTER("fmi2SetReal", MASK_SET)
+    if (!refs_ok(in, "fmi2SetReal", vr, nvr, value, 'R')) return fmi2Error;
+    if (nvr == 0 || fast_set(in, vr, nvr, value)) return fmi2OK;
+    return set_values(in, "set_real", vr, nvr, box_real, value);
+}
+
+EXPORT fmi2Status fmi2GetReal(fmi2Component c, const fmi2ValueReference vr[], size_t nvr, fmi2Real value[])
+{
+    ENTER("fmi2GetReal", MASK_GET)
+    if (!refs_ok(in, "fmi2GetReal", vr, nvr, value, 'R')) return fmi2Error;
+    fmi2Status s = fmi2OK;
+    if (nvr == 0 || fast_get(in, vr, nvr, value, &s)) return s;
+    GIL_ENTER
+    s = get_values(in, "get_real", vr, nvr, unbox_real, value, NULL);
+    GIL_LEAVE
+    return s;
+}
+
+#define SETTER(name, type, letter, method, box)                                                        \
+    EXPORT fmi2Status name(fmi2Component c, const fmi2ValueReference vr[], size_t nvr, const type value[]) \
     {                                                                                                   \
-        ENTER(#name, mask)                                                                              \
-        if (!refs_ok(in, #name, vr, nvr, (const void *)value, letter)) return fmi2Error;                \
+        ENTER(#name, MASK_SET)                                                                          \
+        if (!refs_ok(in, #name, vr, nvr, value, letter)) return fmi2Error;                              \
         if (nvr == 0) return fmi2OK;                                                                    \
-        return escalate(in, FORWARD(in, inner.innerfn(in->inner, vr, nvr, value)), refused);            \
+        return set_values(in, method, vr, nvr, box, value);                                             \
     }
 
-ACCESS(fmi2GetReal, MASK_GET, fmi2Real *, 'R', getReal, fmi2Error)
-ACCESS(fmi2GetInteger, MASK_GET, fmi2Integer *, 'I', getInteger, fmi2Error)
-ACCESS(fmi2GetBoolean, MASK_GET, fmi2Boolean *, 'B', getBoolean, fmi2Error)
-ACCESS(fmi2GetString, MASK_GET, fmi2String *, 'S', getString, fmi2Error)
-ACCESS(fmi2SetReal, MASK_SET, const fmi2Real *, 'R', setReal, fmi2Warning)
-ACCESS(fmi2SetInteger, MASK_SET, const fmi2Integer *, 'I', setInteger, fmi2Warning)
-ACCESS(fmi2SetBoolean, MASK_SET, const fmi2Boolean *, 'B', setBoolean, fmi2Warning)
-ACCESS(fmi2SetString, MASK_SET, const fmi2String *, 'S', setString, fmi2Warning)
+#define GETTER(name, type, letter, method, unbox, keep)                                                 \
+    EXPORT fmi2Status name(fmi2Component c, const fmi2ValueReference vr[], size_t nvr, type value[])  \
+    {                                                                                                   \
+        ENTER(#name, MASK_GET)                                                                          \
+        if (!refs_ok(in, #name, vr, nvr, value, letter)) return fmi2Error;                              \
+        if (nvr == 0) return fmi2OK;                                                                    \
+        GIL_ENTER                                                                                       \
+        fmi2Status s = get_values(in, method, vr, nvr, unbox, value, keep);                             \
+        GIL_LEAVE                                                                                       \
+        return s;                                                                                       \
+    }
+
+SETTER(fmi2SetInteger, fmi2Integer, 'I', "set_integer", box_integer)
+SETTER(fmi2SetBoolean, fmi2Boolean, 'B', "set_boolean", box_boolean)
+SETTER(fmi2SetString, fmi2String, 'S', "set_string", box_string)
+GETTER(fmi2GetInteger, fmi2Integer, 'I', "get_integer", unbox_integer, NULL)
+GETTER(fmi2GetBoolean, fmi2Boolean, 'B', "get_boolean", unbox_boolean, NULL)
+GETTER(fmi2GetString, fmi2String, 'S', "get_string", unbox_string, &in->strings)
+
+/* ------------------------------------------------------------------ FMU state */
+
+static Saved *saved_of(Instance *in, const char *call, fmi2FMUstate state)
+{
+    Saved *s = state;
+    if (s && s->magic == SAVED_MAGIC && s->data) return s;
+    logf_(in, fmi2Error, "%s: the state was not made by fmi2GetFMUstate or fmi2DeSerializeFMUstate of this FMU "
+          "(or was freed); refused, the FMU is unchanged", call);
+    return NULL;
+}
+
+static fmi2FMUstate wrap_state(PyObject *data)
+{
+    Saved *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    s->magic = SAVED_MAGIC;
+    s->data = data;
+    return s;
+}
 
 EXPORT fmi2Status fmi2GetFMUstate(fmi2Component c, fmi2FMUstate *state)
 {
@@ -683,7 +1008,23 @@ EXPORT fmi2Status fmi2GetFMUstate(fmi2Component c, fmi2FMUstate *state)
         logf_(in, fmi2Error, "fmi2GetFMUstate: NULL state pointer; refused");
         return fmi2Error;
     }
-    return escalate(in, FORWARD(in, inner.getFMUstate(in->inner, state)), fmi2Error);
+    GIL_ENTER
+    PyObject *data = call(in, "_get_fmu_state", NULL);
+    fmi2Status st = data && in->worst < fmi2Error ? fmi2OK : fmi2Error;
+    if (st == fmi2OK && *state && ((Saved *)*state)->magic == SAVED_MAGIC) {
+        Saved *old = *state;   /* FMI: a given state is overwritten */
+        py.DecRef(old->data);
+        if (old->bytes) py.DecRef(old->bytes);
+        old->data = data;
+        old->bytes = NULL;
+    } else if (st == fmi2OK) {
+        *state = wrap_state(data);
+        if (!*state) py.DecRef(data), st = fmi2Error;
+    } else if (data) {
+        py.DecRef(data);
+    }
+    GIL_LEAVE
+    return st;
 }
 
 EXPORT fmi2Status fmi2SetFMUstate(fmi2Component c, fmi2FMUstate state)
@@ -693,16 +1034,35 @@ EXPORT fmi2Status fmi2SetFMUstate(fmi2Component c, fmi2FMUstate state)
         logf_(in, fmi2Error, "fmi2SetFMUstate: NULL state; refused, the FMU is unchanged");
         return fmi2Error;
     }
-    return escalate(in, FORWARD(in, inner.setFMUstate(in->inner, state)), fmi2Error);
+    Saved *s = saved_of(in, "fmi2SetFMUstate", state);
+    if (!s) return fmi2Error;
+    GIL_ENTER
+    fmi2Status st = call_status(in, "_set_fmu_state", "(O)", s->data);
+    GIL_LEAVE
+    return escalate(in, st, fmi2Error);
 }
 
 EXPORT fmi2Status fmi2FreeFMUstate(fmi2Component c, fmi2FMUstate *state)
 {
     ENTER("fmi2FreeFMUstate", ANY_LIVE)
     if (!state || !*state) return fmi2OK;
-    fmi2Status s = FORWARD(in, inner.freeFMUstate(in->inner, state));
+    Saved *s = saved_of(in, "fmi2FreeFMUstate", *state);
+    if (!s) return fmi2Error;
+    GIL_ENTER
+    py.DecRef(s->data);
+    if (s->bytes) py.DecRef(s->bytes);
+    GIL_LEAVE
+    s->magic = 0;
+    free(s);
     *state = NULL;
-    return s;
+    return fmi2OK;
+}
+
+/* The state's serialised bytes, made once. */
+static PyObject *state_bytes(Instance *in, Saved *s)
+{
+    if (!s->bytes) s->bytes = call(in, "_fmu_state_to_bytes", "(O)", s->data);
+    return s->bytes;
 }
 
 EXPORT fmi2Status fmi2SerializedFMUstateSize(fmi2Component c, fmi2FMUstate state, size_t *size)
@@ -712,25 +1072,44 @@ EXPORT fmi2Status fmi2SerializedFMUstateSize(fmi2Component c, fmi2FMUstate state
         logf_(in, fmi2Error, "fmi2SerializedFMUstateSize: NULL state or size; refused");
         return fmi2Error;
     }
-    return escalate(in, FORWARD(in, inner.serializedFMUstateSize(in->inner, state, size)), fmi2Error);
+    Saved *s = saved_of(in, "fmi2SerializedFMUstateSize", state);
+    if (!s) return fmi2Error;
+    GIL_ENTER
+    PyObject *b = state_bytes(in, s);
+    char *data = NULL;
+    Py_ssize_t n = 0;
+    int ok = b && py.BytesAsStringAndSize(b, &data, &n) == 0;
+    if (!ok) log_exception(in, "fmi2SerializedFMUstateSize");
+    GIL_LEAVE
+    if (!ok) return fmi2Error;
+    *size = (size_t)n;
+    return fmi2OK;
 }
 
 EXPORT fmi2Status fmi2SerializeFMUstate(fmi2Component c, fmi2FMUstate state, fmi2Byte bytes[], size_t size)
 {
     ENTER("fmi2SerializeFMUstate", ANY_LIVE)
-    size_t need = 0;
     if (!state || !bytes) {
         logf_(in, fmi2Error, "fmi2SerializeFMUstate: NULL state or buffer; refused");
         return fmi2Error;
     }
-    fmi2Status s = FORWARD(in, inner.serializedFMUstateSize(in->inner, state, &need));
-    if (s > fmi2Warning) return s;
-    if (size < need) {
-        logf_(in, fmi2Error, "fmi2SerializeFMUstate: the buffer holds %zu bytes, the state needs %zu; refused", size,
-              need);
-        return fmi2Error;
+    Saved *s = saved_of(in, "fmi2SerializeFMUstate", state);
+    if (!s) return fmi2Error;
+    GIL_ENTER
+    PyObject *b = state_bytes(in, s);
+    char *data = NULL;
+    Py_ssize_t n = 0;
+    int ok = b && py.BytesAsStringAndSize(b, &data, &n) == 0;
+    if (!ok) log_exception(in, "fmi2SerializeFMUstate");
+    else if ((size_t)n > size) {
+        logf_(in, fmi2Error, "fmi2SerializeFMUstate: the buffer holds %zu bytes, the state needs %zd; refused", size,
+              n);
+        ok = 0;
+    } else {
+        memcpy(bytes, data, (size_t)n);
     }
-    return escalate(in, FORWARD(in, inner.serializeFMUstate(in->inner, state, bytes, need)), fmi2Error);
+    GIL_LEAVE
+    return ok ? fmi2OK : fmi2Error;
 }
 
 EXPORT fmi2Status fmi2DeSerializeFMUstate(fmi2Component c, const fmi2Byte bytes[], size_t size, fmi2FMUstate *state)
@@ -740,7 +1119,16 @@ EXPORT fmi2Status fmi2DeSerializeFMUstate(fmi2Component c, const fmi2Byte bytes[
         logf_(in, fmi2Error, "fmi2DeSerializeFMUstate: NULL bytes or state pointer; refused");
         return fmi2Error;
     }
-    return escalate(in, FORWARD(in, inner.deSerializeFMUstate(in->inner, bytes, size, state)), fmi2Error);
+    GIL_ENTER
+    PyObject *b = py.BytesFromStringAndSize(bytes, (Py_ssize_t)size);
+    PyObject *data = b ? call(in, "_fmu_state_from_bytes", "(O)", b) : NULL;
+    if (b) py.DecRef(b);
+    fmi2FMUstate made = data ? wrap_state(data) : NULL;
+    if (data && !made) py.DecRef(data);
+    GIL_LEAVE
+    if (!made) return fmi2Error;
+    *state = made;
+    return fmi2OK;
 }
 
 EXPORT fmi2Status fmi2GetDirectionalDerivative(fmi2Component c, const fmi2ValueReference u[], size_t nu,
@@ -777,18 +1165,30 @@ EXPORT fmi2Status fmi2GetRealOutputDerivatives(fmi2Component c, const fmi2ValueR
 EXPORT fmi2Status fmi2DoStep(fmi2Component c, fmi2Real currentCommunicationPoint, fmi2Real communicationStepSize,
                              fmi2Boolean noSetFMUStatePriorToCurrentPoint)
 {
+    (void)noSetFMUStatePriorToCurrentPoint;
     ENTER("fmi2DoStep", RUNNING)
     if (!isfinite(currentCommunicationPoint) || !isfinite(communicationStepSize) || communicationStepSize < 0) {
         logf_(in, fmi2Error, "fmi2DoStep: the step from t = %g s by %g s is not a finite time and a finite "
               "non-negative step; refused, the FMU is unchanged", currentCommunicationPoint, communicationStepSize);
         return fmi2Error;
     }
-    fmi2Status s = FORWARD(in, inner.doStep(in->inner, currentCommunicationPoint, communicationStepSize,
-                                          noSetFMUStatePriorToCurrentPoint));
-    if (s <= fmi2Warning) in->state = STEP_COMPLETE;
-    else if (s == fmi2Discard) in->state = STEP_DISCARDED;
-    else if (s == fmi2Error) in->state = ERROR_STATE;
-    return s;
+    GIL_ENTER
+    PyObject *r = call(in, "do_step", "(dd)", currentCommunicationPoint, communicationStepSize);
+    int taken = r ? py.IsTrue(r) : -1;
+    if (r) py.DecRef(r);
+    GIL_LEAVE
+    if (taken == 1) {
+        in->state = STEP_COMPLETE;
+        in->last_successful = currentCommunicationPoint + communicationStepSize;
+        return in->worst >= fmi2Warning ? fmi2Warning : fmi2OK;
+    }
+    in->last_successful = currentCommunicationPoint;
+    if (taken == 0) {
+        in->state = STEP_DISCARDED;
+        return fmi2Discard;
+    }
+    in->state = ERROR_STATE;
+    return fmi2Error;
 }
 
 EXPORT fmi2Status fmi2CancelStep(fmi2Component c)
@@ -798,19 +1198,39 @@ EXPORT fmi2Status fmi2CancelStep(fmi2Component c)
     return fmi2Error;
 }
 
-#define STATUS(name, type, innerfn)                                                         \
-    EXPORT fmi2Status name(fmi2Component c, const fmi2StatusKind s, type *value)              \
-    {                                                                                       \
-        ENTER(#name, MASK_STATUS)                                                           \
-        if (!value) {                                                                       \
-            logf_(in, fmi2Error, "%s: NULL value pointer; refused", #name);                 \
-            return fmi2Error;                                                               \
-        }                                                                                   \
-        return FORWARD(in, inner.innerfn(in->inner, s, value));                              \
+/* ------------------------------------------------------------------ status (synchronous steps) */
+
+#define NO_STATUS(name, type, what)                                                               \
+    EXPORT fmi2Status name(fmi2Component c, const fmi2StatusKind s, type *value)                    \
+    {                                                                                             \
+        (void)s, (void)value;                                                                     \
+        ENTER(#name, MASK_STATUS)                                                                 \
+        logf_(in, fmi2Discard, "%s: %s", #name, what);                                            \
+        return fmi2Discard;                                                                       \
     }
 
-STATUS(fmi2GetStatus, fmi2Status, getStatus)
-STATUS(fmi2GetRealStatus, fmi2Real, getRealStatus)
-STATUS(fmi2GetIntegerStatus, fmi2Integer, getIntegerStatus)
-STATUS(fmi2GetBooleanStatus, fmi2Boolean, getBooleanStatus)
-STATUS(fmi2GetStringStatus, fmi2String, getStringStatus)
+NO_STATUS(fmi2GetStatus, fmi2Status, "this FMU steps synchronously: there is no pending step to ask about")
+NO_STATUS(fmi2GetIntegerStatus, fmi2Integer, "no integer status is defined")
+NO_STATUS(fmi2GetStringStatus, fmi2String, "this FMU steps synchronously: there is no pending step to describe")
+
+EXPORT fmi2Status fmi2GetRealStatus(fmi2Component c, const fmi2StatusKind s, fmi2Real *value)
+{
+    ENTER("fmi2GetRealStatus", MASK_STATUS)
+    if (!value || s != fmi2LastSuccessfulTime) {
+        logf_(in, fmi2Discard, "fmi2GetRealStatus: only fmi2LastSuccessfulTime (with a value pointer) is defined");
+        return fmi2Discard;
+    }
+    *value = in->last_successful;
+    return fmi2OK;
+}
+
+EXPORT fmi2Status fmi2GetBooleanStatus(fmi2Component c, const fmi2StatusKind s, fmi2Boolean *value)
+{
+    ENTER("fmi2GetBooleanStatus", MASK_STATUS)
+    if (!value || s != fmi2Terminated) {
+        logf_(in, fmi2Discard, "fmi2GetBooleanStatus: only fmi2Terminated (with a value pointer) is defined");
+        return fmi2Discard;
+    }
+    *value = 0;   /* a refused step may be retried; the FMU never asks to end the simulation */
+    return fmi2OK;
+}
