@@ -126,3 +126,157 @@ def test_spin_up_stretch_with_default_settings():
     stretch = (eta @ axial)[r.time >= 15.0]
     A, E_, rho, W, L = 4e-4, 7e10, 3000.0, 6.0, 10.0
     assert stretch.mean() == pytest.approx(rho * A * W**2 * L**3 / (3 * E_ * A), rel=1e-2)
+
+
+# ---------------------------------------------------------------- superelements from FE codes
+# Writers of the files FE codes produce, from a beam's FE matrices; node labels 101, 102, ... as an
+# FE model would number them.
+
+def _labels(n_nodes: int) -> np.ndarray:
+    return 101 + np.arange(n_nodes)
+
+
+def _entries(A: np.ndarray, labels: np.ndarray, d: int):
+    """(row node, row dof, column node, column dof, value) of the lower triangle's non-zeros."""
+    for i, j in zip(*np.nonzero(np.tril(A))):
+        yield labels[i // d], i % d + 1, labels[j // d], j % d + 1, A[i, j]
+
+
+def write_abaqus(path: Path, A: np.ndarray, labels: np.ndarray, d: int = 6) -> Path:
+    """Abaqus *MATRIX OUTPUT, FORMAT=MATRIX INPUT: one triangle, comma-separated."""
+    lines = ["** written by the test, as Abaqus *MATRIX OUTPUT, FORMAT=MATRIX INPUT"]
+    lines += [f"{a},{b}, {c},{e}, {v:.17e}" for a, b, c, e, v in _entries(A, labels, d)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _nastran(value: float) -> str:
+    """A 16-character large-field real with Nastran's D exponent."""
+    return f"{value:16.9E}".replace("E", "D")
+
+
+def write_dmig(path: Path, matrices: dict[str, np.ndarray], labels: np.ndarray, field: str, d: int = 6) -> Path:
+    """Nastran DMIG entries (IFO 6 symmetric, TIN 2 real double), one column entry per column with
+    its lower-triangle terms, in large field (DMIG*, 16 characters) or free field (commas)."""
+    lines = ["$ written by the test, as PARAM,EXTOUT,DMIGPCH punches"]
+    for name, A in matrices.items():
+        n = A.shape[0]
+        if field == "large":
+            lines += [f"DMIG*   {name:<16}{0:>16}{6:>16}{2:>16}", f"*       {0:>16}{'':16}{'':16}{n:>16}"]
+        else:
+            lines += [f"DMIG,{name},0,6,2,0,,,{n}"]
+        for j in range(n):
+            rows = [i for i in range(j, n) if A[i, j] != 0.0]
+            if not rows:
+                continue
+            gj, cj = labels[j // d], j % d + 1
+            if field == "large":
+                lines.append(f"DMIG*   {name:<16}{gj:>16}{cj:>16}{'':16}")
+                lines += [f"*       {labels[i // d]:>16}{i % d + 1:>16}{_nastran(A[i, j])}{'':16}" for i in rows]
+            else:
+                groups = [f"{labels[i // d]},{i % d + 1},{A[i, j]:.17e},," for i in rows]  # B blank: real
+                lines.append(f"DMIG,{name},{gj},{cj},," + groups[0])
+                lines += ["," + groups[k] + (groups[k + 1] if k + 1 < len(groups) else "")
+                          for k in range(1, len(groups), 2)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def write_nodes(path: Path, nodes: np.ndarray, labels: np.ndarray, grid: bool = False) -> Path:
+    """Labelled node coordinates: Abaqus *NODE data lines, or Nastran GRID entries in free field."""
+    if grid:
+        text = "".join(f"GRID,{n},,{x:.17e},{y:.17e},{z:.17e}\n" for n, (x, y, z) in zip(labels, nodes))
+    else:
+        text = "*NODE\n" + "".join(f"{n}, {x:.17e}, {y:.17e}, {z:.17e}\n" for n, (x, y, z) in zip(labels, nodes))
+    path.write_text(text.replace("*NODE\n", "** *NODE block\n"))
+    return path
+
+
+def _exported(tmp_path: Path, fmt: str, beam: Beam) -> dict[str, str]:
+    """Model-file fields of a superelement written from the beam's matrices in format fmt."""
+    M, K = beam_matrices(beam)
+    labels = _labels(beam.n_nodes)
+    if fmt == "matrix_market":
+        scipy.io.mmwrite(tmp_path / "M.mtx", M, precision=17)
+        scipy.io.mmwrite(tmp_path / "K.mtx", K, precision=17)
+        np.savetxt(tmp_path / "nodes.txt", beam.node_positions, fmt="%.17e")
+        return dict(mass_file=str(tmp_path / "M.mtx"), stiffness_file=str(tmp_path / "K.mtx"),
+                    nodes_file=str(tmp_path / "nodes.txt"))
+    if fmt == "abaqus":
+        return dict(mass_file=str(write_abaqus(tmp_path / "job_MASS2.mtx", M, labels)),
+                    stiffness_file=str(write_abaqus(tmp_path / "job_STIF2.mtx", K, labels)),
+                    nodes_file=str(write_nodes(tmp_path / "nodes.inp", beam.node_positions, labels)))
+    field = fmt.split("_")[1]
+    punch = str(write_dmig(tmp_path / "se.pch", {"KAAX": K, "MAAX": M}, labels, field))
+    return dict(mass_file=punch, stiffness_file=punch,
+                nodes_file=str(write_nodes(tmp_path / "grids.bdf", beam.node_positions, labels, grid=True)))
+
+
+FORMATS = ["matrix_market", "abaqus", "dmig_large", "dmig_free"]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_files_read_back_the_matrices(tmp_path, fmt):
+    beam = _beam(6, rotary_inertia=True)
+    M, K = beam_matrices(beam)
+    files = _exported(tmp_path, fmt, beam)
+    se = load_matrix_files(files["mass_file"], files["stiffness_file"], files["nodes_file"])
+    # large-field DMIG holds 10 significant digits
+    tol = 1e-9 if fmt == "dmig_large" else 1e-15
+    assert np.abs(se.M - M).max() <= tol * np.abs(M).max()
+    assert np.abs(se.K - K).max() <= tol * np.abs(K).max()
+    assert np.abs(se.nodes - beam.node_positions).max() <= 1e-15
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_superelement_from_fe_files_swings_like_the_beam(tmp_path, fmt):
+    """A pendulum whose link is the beam body or the superelement written from the beam's FE matrices,
+    with the same interface (root joint, tip sensor, both ends): the hinge angles agree to 1e-5 rad."""
+    L, n_el = 1.0, 8
+    beam = _beam(n_el, rotary_inertia=True)
+    markers = [Marker("root", node=0), Marker("tip", node=n_el)]
+    as_beam = _link(rotary_inertia=True, geometric_stiffening=False, markers=[Marker("root", x=0.0),
+                                                                               Marker("tip", x=L)])
+    as_se = Body("link", type="superelement", modes=4, markers=markers, **_exported(tmp_path, fmt, beam))
+    runs = [flexmbs.simulate(_pendulum(body, ("tip",)), 0.3, method="implicit", rtol=1e-8, output_step=0.01)
+            for body in (as_beam, as_se)]
+    assert flex_data(as_se, _pendulum(as_se, ("tip",))).n == 10
+    tip = runs[0]["link.tip_deflection[2]"]
+    assert np.abs(tip).max() > 1e-4
+    assert np.abs(runs[0]["hinge.q"] - runs[1]["hinge.q"]).max() < 1e-5
+
+
+def test_small_field_dmig_and_fe_file_errors(tmp_path):
+    """Small-field DMIG (8 characters, implicit exponents) reads; entries at unknown nodes, scalar
+    points or complex matrices are refused naming the file, the line or the node."""
+    nodes = write_nodes(tmp_path / "n.inp", np.array([[0.0, 0, 0], [1.0, 0, 0]]), np.array([7, 9]))
+    small = tmp_path / "small.pch"
+    small.write_text("DMIG    KX      0       6       1                               3\n"
+                     "DMIG    KX      9       1               9       1       2.5+3\n"
+                     "DMIG    MX      0       6       1                               3\n"
+                     "DMIG    MX      9       1               9       1       1.-2\n"
+                     "+       9       2       .5-2\n")
+    K_entries, M_entries = (load_fe_entries(small, kind) for kind in "KM")
+    assert K_entries == [(9, 1, 9, 1, 2500.0)]
+    assert M_entries == [(9, 1, 9, 1, 0.01), (9, 2, 9, 1, 0.005)]
+    bad = tmp_path / "bad.mtx"
+    bad.write_text("7,1, 8,1, 1.0\n")
+    with pytest.raises(ValueError, match="node 8, which the node file does not list"):
+        load_matrix_files(bad, bad, nodes)
+    bad.write_text("7,1, 7,1\n")
+    with pytest.raises(ValueError, match="line 1 is not 'row node"):
+        load_matrix_files(bad, bad, nodes)
+    scalar = tmp_path / "scalar.pch"
+    scalar.write_text("DMIG,KAAX,0,6,2,0,,,1\nDMIG,KAAX,9,1,,1001,0,1.0\n")
+    with pytest.raises(ValueError, match="line 2 uses a scalar point"):
+        load_fe_entries(scalar, "K")
+    scalar.write_text("DMIG,KAAX,0,6,3,0,,,1\nDMIG,KAAX,9,1,,9,1,1.0\n")
+    with pytest.raises(ValueError, match="TIN 3 on line 1, expected a real matrix"):
+        load_fe_entries(scalar, "K")
+    with pytest.raises(ValueError, match="expected one mass matrix"):
+        load_matrix_files(scalar, scalar, nodes)
+
+
+def load_fe_entries(path: Path, kind: str):
+    from flexmbs.flex.superelement import _dmig_entries
+    return _dmig_entries(path, kind)[1]

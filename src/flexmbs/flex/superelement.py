@@ -324,7 +324,7 @@ def _dmig_entries(path: Path, kind: str) -> tuple[str, list[_Entry]]:
             continue
         column = [_nastran_number(data, k, path, number, "DMIG") for k in (1, 2)]
         if column[0] == 0:  # header: NAME 0 IFO TIN TOUT POLAR - NCOL
-            tin = _nastran_number(data, 4, path, number, "DMIG")
+            tin = _nastran_number(data, 3, path, number, "DMIG")
             if tin not in (1, 2):
                 raise ValueError(f"Nastran DMIG file '{path}': matrix {name} has TIN {tin:g} on line {number}, "
                                  "expected a real matrix (1 or 2)")
