@@ -12,7 +12,7 @@ import scipy.linalg
 import flexmbs
 from flexmbs.flex import Beam, beam_invariants, beam_matrices, craig_bampton, load_matrix_files, make_superelement
 from flexmbs.flex import rectangle, superelement_body
-from flexmbs.model import Body, Joint, Marker, Material, Model, ModelError, Section, Sensor, model_from_dict
+from flexmbs.model import Body, Joint, Load, Marker, Material, Model, ModelError, Section, Sensor, model_from_dict
 from flexmbs.system import flex_data
 
 E, RHO = 7e10, 2700.0
@@ -86,17 +86,22 @@ def _link(**fields) -> Body:
     return Body("link", **spec)
 
 
-def _pendulum(link: Body, sensors: tuple[str, ...] = ()) -> Model:
+def _pendulum(link: Body, loaded: tuple[str, ...] = (), sensed: tuple[str, ...] = ()) -> Model:
+    """The link hinged at its root about z under gravity, with a 5 N point force at each `loaded`
+    marker and a sensor at each `sensed` one."""
     joint = Joint("hinge", "revolute", "ground", "origin", "link", "root", axis=(0, 0, 1), q0=(-0.3,))
-    return Model("p", gravity=(0, -9.81, 0), bodies=[link], joints=[joint],
-                 sensors=[Sensor(name, "link", name) for name in sensors])
+    loads = [Load("point_force", name=f"push_{m}", body="link", marker=m, force=(0.0, -5.0, 0.0)) for m in loaded]
+    return Model("p", gravity=(0, -9.81, 0), bodies=[link], joints=[joint], loads=loads,
+                 sensors=[Sensor(name, "link", name) for name in sensed])
 
 
-def test_interface_points_are_the_used_markers():
-    """Joints, loads and sensors make interface points; unused markers and the reference do not."""
+def test_interface_points_are_the_markers_joints_and_loads_use():
+    """Joints and loads make interface points; sensors, unused markers and the reference do not."""
     assert flex_data(_link(), _pendulum(_link())).n == 4
+    assert flex_data(_link(), _pendulum(_link(), sensed=("tip", "mid"))).n == 4
     assert flex_data(_link(), _pendulum(_link(), ("tip",))).n == 10
     assert flex_data(_link(), _pendulum(_link(), ("tip", "mid"))).n == 16
+    assert flex_data(_link(static_modes=True), _pendulum(_link(static_modes=True))).n == 10
     off = _link(interface_modes=False)
     assert flex_data(off, _pendulum(off, ("tip", "mid"))).n == 4
 
@@ -115,9 +120,9 @@ def test_interface_modes_option_is_checked():
 # ---------------------------------------------------------------- defaults on the benchmarks
 
 def test_spin_up_stretch_with_default_settings():
-    """The shipped spin-up beam (its tip sensor makes the tip an interface point): the mean axial
-    tip stretch after the spin-up equals the static centrifugal stretch of a bar,
-    u(L) = rho A W^2 L^3 / (3 E A), to 1 %."""
+    """The shipped spin-up beam as it is (its free tip an interface station by `static_modes: true`;
+    solver and mesh as shipped): the mean axial tip stretch after the spin-up equals the static
+    centrifugal stretch of a bar, u(L) = rho A W^2 L^3 / (3 E A), to 1 %."""
     model = flexmbs.load_model("spin_up_beam")
     r = flexmbs.simulate(model, 18.0)
     data = flex_data(model.bodies[0], model)
@@ -231,7 +236,7 @@ def test_files_read_back_the_matrices(tmp_path, fmt):
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_superelement_from_fe_files_swings_like_the_beam(tmp_path, fmt):
     """A pendulum whose link is the beam body or the superelement written from the beam's FE matrices,
-    with the same interface (root joint, tip sensor, both ends): the hinge angles agree to 1e-5 rad."""
+    with the same interface (root joint, a point force at the tip): the hinge angles agree to 1e-5 rad."""
     L, n_el = 1.0, 8
     beam = _beam(n_el, rotary_inertia=True)
     markers = [Marker("root", node=0), Marker("tip", node=n_el)]
@@ -325,7 +330,7 @@ def _midspan_from_positions(r) -> np.ndarray:
 
 
 def test_pinned_coupler_with_default_settings_matches_a_segmented_chain():
-    """The coupler with default settings (4 modes: its pinned tip is an interface point) follows a
+    """The coupler with default settings (4 modes: its pinned end is an interface point) follows a
     chain of 4 corotational segments of the old basis (cantilever plus static tip modes, no
     interface modes) to 1 % of the peak midspan deflection over the whole run. The chain is
     converged: 8 segments of 2 elements differ from it by 0.08 % of the peak (measured, 213 s)."""

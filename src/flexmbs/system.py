@@ -120,7 +120,7 @@ def _section(s: Section) -> sec.Section:
 
 def flex_data(body: Body, model: Optional[Model] = None) -> Optional[FlexBodyData]:
     """Modal data of a flexible body (None for rigid bodies). With interface modes on (the default),
-    the markers of `body` that `model`'s joints, loads and sensors use are its interface points
+    the markers of `body` that `model`'s joints and loads use are its interface points
     (none without a model)."""
     interface = body.interface_modes and body.type != "rigid"
     if body.type == "beam":

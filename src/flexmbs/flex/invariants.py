@@ -149,7 +149,7 @@ def beam_invariants(
     """Flexible-body data of a Beam clamped at node 0; every integral by element Gauss quadrature,
     with the tip mass/inertia as an extra point at x = length.
 
-    interface: stations x [m] along the axis where joints, loads or sensors attach.  Given (even
+    interface: stations x [m] along the axis where joints or loads attach.  Given (even
     empty), the basis is Craig-Bampton's (reduction.craig_bampton): n_modes normal modes with the root
     and the interface stations held, plus 6 constraint modes per station off the root (3 translations,
     3 section rotations), orthogonalised; static_modes then adds the tip x = length as a station.
@@ -232,7 +232,7 @@ def superelement_body(
 ) -> FlexBodyData:
     """Flexible-body data of a superelement with all DOFs of reference_nodes clamped.
 
-    interface_nodes: nodes where joints, loads or sensors attach; given, the basis is Craig-Bampton's
+    interface_nodes: nodes where joints or loads attach; given, the basis is Craig-Bampton's
     (n_modes normal modes with the reference and interface nodes held, plus a constraint mode per
     interface DOF, orthogonalised: reduction.craig_bampton); None: n_modes constrained modes.
 

@@ -177,7 +177,7 @@ def craig_bampton(
 
     Returns (freqs (m,) [rad/s] ascending, modes (ndof, m), zero rows at the clamped DOFs).
     Reference: R. R. Craig, M. C. C. Bampton, "Coupling of substructures for dynamic analyses",
-    AIAA Journal 6(7), 1313-1319, 1968.
+    AIAA Journal 6(7), 1313-1319, 1968 (Craig and Bampton 1968).
     """
     ndof = M.shape[0]
     free = np.setdiff1d(np.arange(ndof), clamped)

@@ -11,11 +11,10 @@ matrix file in one of the formats FE codes write (recognised by its content):
 * Matrix Market (``%%MatrixMarket`` header), rows and columns numbered by DOF index;
 * Abaqus matrix output (``*MATRIX GENERATE`` with ``*MATRIX OUTPUT, FORMAT=MATRIX INPUT``,
   ``jobname_STIFn.mtx`` / ``jobname_MASSn.mtx``): lines ``row node, row dof, column node, column dof,
-  value``, one triangle or the full square (Abaqus Keywords Reference, ``*MATRIX INPUT``);
+  value``, one triangle or the full square (Abaqus Keywords, ``*MATRIX INPUT``);
 * Nastran DMIG bulk entries (e.g. punched by ``PARAM,EXTOUT,DMIGPCH``), small, large or free field,
   real, symmetric or square; the stiffness is the matrix whose name starts with K (KAAX, KGG ...),
-  the mass the one starting with M, so both can come from one punch file (MSC/NX Nastran Quick
-  Reference Guide, DMIG).
+  the mass the one starting with M, so both can come from one punch file (Nastran QRG, DMIG).
 
 Node files hold one node per line, ``x y z`` (index order) or ``label x y z`` (the FE node label the
 matrices use; commas allowed, as in an Abaqus ``*NODE`` block), or Nastran GRID entries.

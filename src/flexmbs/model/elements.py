@@ -102,7 +102,7 @@ class Body:
     segments: split into this many floating frames joined rigidly (a corotational chain);
     interface_modes (beams and superelements, default true): Craig-Bampton basis, i.e. `modes`
     normal modes with the reference and every interface marker (one used by a joint, cut joint,
-    load or sensor) held, plus 6 constraint modes per interface point off the reference (3 for
+    or load) held, plus 6 constraint modes per interface point off the reference (3 for
     3-DOF superelement nodes), orthogonalised; false: `modes` modes clamped at the reference only
     (the former basis). static_modes: with interface modes, make the beam tip an interface point
     too; without, add the static tip deflections under shear forces and bending moments to the
