@@ -121,9 +121,7 @@ def constrained_modes(
     free = np.setdiff1d(np.arange(M.shape[0]), clamped)
     w2, vectors = _lowest_modes(M[np.ix_(free, free)], K[np.ix_(free, free)], n_modes, name,
                                 "the reference node(s)")
-    modes = np.zeros((M.shape[0], vectors.shape[1]))
-    modes[free] = vectors
-    return np.sqrt(w2), modes
+    return np.sqrt(w2), _scatter(free, M.shape[0], vectors)
 
 
 def _ritz(M: np.ndarray, K: np.ndarray, basis: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -152,8 +150,7 @@ def add_static_modes(M: np.ndarray, K: np.ndarray, clamped: np.ndarray, modes: n
     free = np.setdiff1d(np.arange(M.shape[0]), clamped)
     F = np.zeros((free.size, load_dofs.size))
     F[np.searchsorted(free, load_dofs), np.arange(load_dofs.size)] = 1.0
-    static = np.zeros((M.shape[0], load_dofs.size))
-    static[free] = scipy.linalg.solve(K[np.ix_(free, free)], F, assume_a="pos")
+    static = _scatter(free, M.shape[0], scipy.linalg.solve(K[np.ix_(free, free)], F, assume_a="pos"))
     return _ritz(M, K, np.hstack([modes, static]), name)
 
 
@@ -186,16 +183,27 @@ def craig_bampton(
         return constrained_modes(M, K, clamped, n_modes, name)
     _, singular, vt = scipy.linalg.svd(rows, full_matrices=True)
     rank = int((singular > 1e-10 * singular.max()).sum())
-    held = "the reference node(s) and the interface"
     M_ff, K_ff = M[np.ix_(free, free)], K[np.ix_(free, free)]
-    # Orthonormal coordinates of the fixed-interface subspace {u_f : rows u_f = 0}.
-    Z = vt[rank:].T
-    w2, vectors = _lowest_modes(Z.T @ M_ff @ Z, Z.T @ K_ff @ Z, n_modes, name, held)
     try:
         static = scipy.linalg.solve(K_ff, vt[:rank].T, assume_a="pos")
     except np.linalg.LinAlgError as error:
         raise ValueError(f"{name}: stiffness matrix must be positive definite on the free DOFs after clamping "
                          f"the reference node(s) [{error}]") from error
-    basis = np.zeros((ndof, n_modes + rank))
-    basis[free] = np.hstack([Z @ vectors, static])
-    return _ritz(M, K, basis, name)
+    # Orthonormal coordinates of the fixed-interface subspace {u_f : rows u_f = 0}.
+    Z = vt[rank:].T
+    if Z.shape[1] == 0:  # the interface holds every free DOF: the constraint modes span the whole body
+        return _ritz(M, K, _scatter(free, ndof, static), name)
+    # More normal modes than the held body has DOFs (a short mesh with interfaces): keep them all,
+    # so the basis is the whole FE space, never less than asked for.
+    if isinstance(n_modes, (int, np.integer)) and not isinstance(n_modes, bool):
+        n_modes = min(n_modes, Z.shape[1])
+    _, vectors = _lowest_modes(Z.T @ M_ff @ Z, Z.T @ K_ff @ Z, n_modes, name,
+                               "the reference node(s) and the interface")
+    return _ritz(M, K, _scatter(free, ndof, np.hstack([Z @ vectors, static])), name)
+
+
+def _scatter(free: np.ndarray, ndof: int, vectors: np.ndarray) -> np.ndarray:
+    """Full-DOF vectors (ndof, m) from their values on the free DOFs, zero at the clamped ones."""
+    full = np.zeros((ndof, vectors.shape[1]))
+    full[free] = vectors
+    return full
