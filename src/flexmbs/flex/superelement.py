@@ -302,8 +302,9 @@ def _abaqus_entries(path: Path) -> list[_Entry]:
                 raise ValueError
             entries.append((int(fields[0]), int(fields[1]), int(fields[2]), int(fields[3]), float(fields[4])))
         except ValueError:
-            raise ValueError(f"Abaqus matrix file '{path}': line {number} is not 'row node, row dof, column "
-                             f"node, column dof, value' (4 integers and a number)") from None
+            raise ValueError(f"matrix file '{path}' cannot be read as Abaqus matrix output (it has no "
+                             f"%%MatrixMarket header and no DMIG entries): line {number} is not 'row node, "
+                             f"row dof, column node, column dof, value' (4 integers and a number)") from None
     return entries
 
 
