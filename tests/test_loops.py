@@ -190,6 +190,10 @@ def crank_rocker(E: float = 2.07e11, modes: int = 3):
     model.joint("crank").drive = Drive("motion", profile=Profile("spin_up", omega_s=30.0, t_s=0.2))
     coupler = model.body("coupler")
     coupler.material.E, coupler.material.G, coupler.modes = E, E / 2.6, modes
+    # the cantilever basis these convergence studies were measured on: bending only, so the
+    # departure from the rigid linkage falls as 1/E^2; with interface modes the coupler also
+    # stretches, a departure falling as 1/E (tests/test_interface_modes.py covers that basis)
+    coupler.interface_modes = False
     return model
 
 

@@ -185,10 +185,19 @@ def test_huang_arm_flexible_child():
     assert_routes_agree(huang_arm(alpha=1e-3, springs=True))
 
 
+def _cantilever_basis(model: Model) -> Model:
+    """The model with its beams on the cantilever basis (interface_modes: false), as these
+    comparisons were set up: their random states put 0.3 of the body size on every modal
+    coordinate and rk4 at 0.2 ms steps; the default basis's interface modes (up to 3.9 and 5.0 kHz
+    here, omega^2 2e5 times the first bending mode's) turn such states into elastic forces that
+    swamp the rest, and take rk4 past its stability bound."""
+    return replace(model, bodies=[replace(b, interface_modes=False) if b.type == "beam" else b for b in model.bodies])
+
+
 @pytest.mark.parametrize("motion_elbow", [False, True])
 def test_flexible_parents_loads_servos_and_rotor_inertia(motion_elbow):
     """Flexible beams carrying flexible and rigid children, with every kind of drive and load."""
-    assert_routes_agree(flexible_tree(motion_elbow), states=6, deflection=0.3)
+    assert_routes_agree(_cantilever_basis(flexible_tree(motion_elbow)), states=6, deflection=0.3)
 
 
 def test_spin_up_beam_with_prescribed_motion():
@@ -220,7 +229,7 @@ def _with_dynamics(model: Model, dynamics: str) -> Model:
 
 
 def test_simulations_agree():
-    model = flexible_tree(motion_elbow=True)
+    model = _cantilever_basis(flexible_tree(motion_elbow=True))
     kw = dict(method="rk4", step=2e-4, output_step=0.01)
     rc = flexmbs.simulate(_with_dynamics(model, "composite"), 0.3, inputs={"push.force[2]": 1.5}, **kw)
     rr = flexmbs.simulate(_with_dynamics(model, "recursive"), 0.3, inputs={"push.force[2]": 1.5}, **kw)

@@ -376,7 +376,10 @@ def check_command(model_file: str) -> None:
         freqs = ", ".join(_fmt(f) for f in np.asarray(d.freqs) / (2 * np.pi))
         stiff = "" if b.type != "beam" else (", geometric stiffening on" if b.geometric_stiffening
                                              else ", geometric stiffening OFF")
-        click.echo(f"    {d.n} modes [Hz]: {freqs}{stiff}")
+        extra_modes = d.n - b.modes
+        kind = "interface" if b.interface_modes else "static"
+        split = f" ({b.modes} normal + {extra_modes} {kind})" if extra_modes else ""
+        click.echo(f"    {d.n} modes{split} [Hz]: {freqs}{stiff}")
 
     click.echo(f"joints ({len(system.joints)}):")
     for jn in system.joints:

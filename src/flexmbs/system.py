@@ -22,7 +22,7 @@ from .flex.invariants import (
     rigid_mass_matrix,
     superelement_body,
 )
-from .flex.superelement import load_matrix_market, load_npz
+from .flex.superelement import load_matrix_files, load_npz
 from .kernels import profiles as prof
 from .kernels.drives import MOTION, SERVO, TORQUE
 from .kernels.joints import CODE_OF, FREE, SPHERICAL
@@ -43,6 +43,7 @@ from .model import (
 )
 from .loops import TOL, AssemblyWarning, assemble, cut_rows, row_names
 from .so3 import quat_from_rotvec, rotation_matrix
+from .model.interfaces import interface_nodes, interface_stations
 from .model.segments import expand_segments
 from .model.validate import SUPERELEMENT_FILES
 
@@ -117,20 +118,25 @@ def _section(s: Section) -> sec.Section:
     return sec.explicit(s.A, s.Iy, s.Iz, s.J)
 
 
-def flex_data(body: Body) -> Optional[FlexBodyData]:
-    """Modal data of a flexible body (None for rigid bodies)."""
+def flex_data(body: Body, model: Optional[Model] = None) -> Optional[FlexBodyData]:
+    """Modal data of a flexible body (None for rigid bodies). With interface modes on (the default),
+    the markers of `body` that `model`'s joints and loads use are its interface points
+    (none without a model)."""
+    interface = body.interface_modes and body.type != "rigid"
     if body.type == "beam":
         tip_j = None if body.tip_inertia is None else inertia_matrix(body.tip_inertia)
+        stations = (interface_stations(model, body) if model is not None else []) if interface else None
         return beam_body(body.length, body.elements, body.modes, body.material.E,
                          body.material.shear_modulus, body.material.rho, _section(body.section),
                          body.tip_mass, tip_j, body.rotary_inertia, body.geometric_stiffening, body.name,
-                         body.static_modes)
+                         body.static_modes, stations)
     if body.type == "superelement":
         if body.file is not None:
             se = load_npz(body.file)
         else:
-            se = load_matrix_market(body.mass_file, body.stiffness_file, body.nodes_file, body.dofs_per_node)
-        return superelement_body(se, body.modes, tuple(body.reference_nodes))
+            se = load_matrix_files(body.mass_file, body.stiffness_file, body.nodes_file, body.dofs_per_node)
+        nodes = (interface_nodes(model, body) if model is not None else []) if interface else None
+        return superelement_body(se, body.modes, tuple(body.reference_nodes), nodes)
     return None
 
 
@@ -138,7 +144,7 @@ def _flex_data_of(model: Model, body: Body) -> Optional[FlexBodyData]:
     """flex_data, with a superelement data error or a number too large to compute turned into a
     ModelError naming the body (and file), as the validator would have."""
     try:
-        return flex_data(body)
+        return flex_data(body, model)
     except ModelError:
         raise
     except (ValueError, OverflowError, FloatingPointError) as err:
@@ -324,7 +330,9 @@ def compile_model(model: Model) -> System:
         Mc[i, :6 + n, :6 + n] = consistent_mass_matrix(d) - points_mass_matrix(d)
         Ke[i, :n, :n] = d.Ke
         eta_max[i, :n] = body_size(d) / np.maximum(np.abs(d.nodal_modes).max(axis=0), 1e-300)
-        zeta = np.broadcast_to(np.asarray(b.damping.modal, dtype=float), (n,)) if len(b.damping.modal) else np.zeros(n)
+        # one ratio per normal mode: the interface modes past them take the last one
+        ratios = np.asarray(b.damping.modal, dtype=float)
+        zeta = np.pad(ratios, (0, n - ratios.size), mode="edge")[:n] if ratios.size else np.zeros(n)
         De[i, :n, :n] = b.damping.stiffness_proportional * d.Ke + np.diag(2.0 * zeta * d.freqs)
 
     # markers: ground first, then each body's

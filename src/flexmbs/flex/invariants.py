@@ -7,12 +7,13 @@ masses; everything is expressed in the body frame with the origin at the referen
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
 
 import numpy as np
 
 from .beam import DOFS_PER_NODE, Beam
-from .reduction import add_static_modes, clamped_dofs, constrained_modes
+from .reduction import add_static_modes, clamped_dofs, constrained_modes, craig_bampton
 from .sections import Section
 from .superelement import Superelement
 from ..so3 import skew
@@ -128,27 +129,43 @@ def beam_body(
     length: float, n_el: int, n_modes: int, E: float, G: float, rho: float, section: Section,
     tip_mass: float = 0.0, tip_inertia: np.ndarray | None = None, rotary_inertia: bool = False,
     stiffening: bool = True, name: str = "beam", static_modes: bool = False,
+    interface: Sequence[float] | None = None,
 ) -> FlexBodyData:
     """Flexible-body data of a uniform straight beam clamped at its root (node 0, the body origin).
 
     length [m], n_el elements, n_modes kept modes, E [Pa], G [Pa], rho [kg/m^3], section constants,
     tip_mass [kg] and tip_inertia (3x3 about the tip point, body axes) [kg m^2] at x = length,
     rotary_inertia: bending rotary inertia in the mass matrix, stiffening: compute Ga, Gb and marker H,
-    static_modes: add the static deflections under tip shear forces and bending moments to the modes.
+    static_modes and interface: the mode basis, see beam_invariants.
     """
     beam = Beam(length, n_el, E, G, rho, section, tip_mass, tip_inertia, rotary_inertia, name)
-    return beam_invariants(beam, n_modes, stiffening, static_modes)
+    return beam_invariants(beam, n_modes, stiffening, static_modes, interface)
 
 
-def beam_invariants(beam: Beam, n_modes: int, stiffening: bool = True, static_modes: bool = False) -> FlexBodyData:
+def beam_invariants(
+    beam: Beam, n_modes: int, stiffening: bool = True, static_modes: bool = False,
+    interface: Sequence[float] | None = None,
+) -> FlexBodyData:
     """Flexible-body data of a Beam clamped at node 0; every integral by element Gauss quadrature,
-    with the tip mass/inertia as an extra point at x = length. static_modes: enrich the modes with
-    the static tip shapes for shear forces and bending moments (u_y, u_z, th_y, th_z)."""
+    with the tip mass/inertia as an extra point at x = length.
+
+    interface: stations x [m] along the axis where joints or loads attach.  Given (even
+    empty), the basis is Craig-Bampton's (reduction.craig_bampton): n_modes normal modes with the root
+    and the interface stations held, plus 6 constraint modes per station off the root (3 translations,
+    3 section rotations), orthogonalised; static_modes then adds the tip x = length as a station.
+    None: the former basis, n_modes cantilever modes, plus (static_modes) the static tip shapes for
+    shear forces and bending moments (u_y, u_z, th_y, th_z).
+    """
     label = f"beam '{beam.name}'"
     root = clamped_dofs([0], beam.n_nodes, DOFS_PER_NODE, label)
     M, K = beam.mass_matrix(), beam.stiffness_matrix()
-    freqs, Phi = constrained_modes(M, K, root, n_modes, label)
-    if static_modes:
+    if interface is not None:
+        stations = sorted(set(interface) | ({beam.length} if static_modes else set()))
+        rows = np.vstack([np.zeros((0, beam.ndof))] + [np.vstack([beam.N_t(x), beam.N_r(x)]) for x in stations])
+        freqs, Phi = craig_bampton(M, K, root, rows, n_modes, label)
+    else:
+        freqs, Phi = constrained_modes(M, K, root, n_modes, label)
+    if static_modes and interface is None:
         tip = DOFS_PER_NODE * (beam.n_nodes - 1) + np.array([1, 2, 4, 5])
         freqs, Phi = add_static_modes(M, K, root, Phi, tip, label)
     n = Phi.shape[1]
@@ -210,9 +227,14 @@ def rigid_fields(nodes: np.ndarray, dofs_per_node: int) -> tuple[np.ndarray, np.
 
 
 def superelement_body(
-    superelement: Superelement, n_modes: int, reference_nodes: tuple[int, ...] | list[int] = (0,)
+    superelement: Superelement, n_modes: int, reference_nodes: tuple[int, ...] | list[int] = (0,),
+    interface_nodes: Sequence[int] | None = None,
 ) -> FlexBodyData:
     """Flexible-body data of a superelement with all DOFs of reference_nodes clamped.
+
+    interface_nodes: nodes where joints or loads attach; given, the basis is Craig-Bampton's
+    (n_modes normal modes with the reference and interface nodes held, plus a constraint mode per
+    interface DOF, orthogonalised: reduction.craig_bampton); None: n_modes constrained modes.
 
     First-order invariants (mass, S0, J0, Sb and the ω–η coupling Rᵀ M Φ) use the consistent M.
     Second-order ones (Sbkl, C) use row-sum lumped nodal masses m_i = mean_k (M T)[i·d + k, k]
@@ -222,7 +244,13 @@ def superelement_body(
     se = superelement
     d = se.dofs_per_node
     clamped = clamped_dofs(reference_nodes, se.n_nodes, d, se.source)
-    freqs, Phi = constrained_modes(se.M, se.K, clamped, n_modes, se.source)
+    if interface_nodes is None:
+        freqs, Phi = constrained_modes(se.M, se.K, clamped, n_modes, se.source)
+    else:
+        nodes = np.unique(np.asarray(interface_nodes, dtype=int))
+        held = clamped_dofs(nodes, se.n_nodes, d, se.source) if nodes.size else np.zeros(0, int)
+        rows = np.eye(se.ndof)[np.setdiff1d(held, clamped)]
+        freqs, Phi = craig_bampton(se.M, se.K, clamped, rows, n_modes, se.source)
     n = Phi.shape[1]
     T, R = rigid_fields(se.nodes, d)
     position_field = np.zeros((se.n_nodes, d))

@@ -70,35 +70,29 @@ def _fix_signs(modes: np.ndarray) -> np.ndarray:
     return modes * signs
 
 
-def constrained_modes(
-    M: np.ndarray, K: np.ndarray, clamped: np.ndarray, n_modes: int, name: str
+def _lowest_modes(
+    M_ff: np.ndarray, K_ff: np.ndarray, n_modes: int, name: str, held: str
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Lowest constrained modes of (K, M) with the DOFs `clamped` fixed.
+    """Lowest n_modes eigenpairs of K φ = ω² M φ on an already constrained coordinate set.
 
-    M, K: full symmetric mass and stiffness matrices (ndof, ndof); clamped: DOF indices held at zero;
-    n_modes: number of modes to keep; name: used in error messages.
-    Returns (freqs (n,) [rad/s] ascending, modes (ndof, n) mass-normalised, zero rows at clamped DOFs).
+    held: what is held fixed, for error messages. Returns (ω² (n,) ascending [rad²/s²], vectors
+    (nf, n) mass-normalised, canonical basis in repeated groups, fixed signs).
     """
-    ndof = M.shape[0]
-    free = np.setdiff1d(np.arange(ndof), clamped)
+    n_free = M_ff.shape[0]
     if isinstance(n_modes, bool) or not isinstance(n_modes, (int, np.integer)) or n_modes < 1:
         raise ValueError(f"{name}: n_modes {n_modes} must be an integer >= 1")
-    if n_modes > free.size:
-        raise ValueError(
-            f"{name}: n_modes {n_modes} exceeds the {free.size} free DOFs left after clamping the reference node(s)"
-        )
-    n_solve = min(n_modes + _LOOKAHEAD, free.size)
-    M_ff, K_ff = M[np.ix_(free, free)], K[np.ix_(free, free)]
+    if n_modes > n_free:
+        raise ValueError(f"{name}: n_modes {n_modes} exceeds the {n_free} free DOFs left after clamping {held}")
+    n_solve = min(n_modes + _LOOKAHEAD, n_free)
     # Solve M φ = μ K φ for the largest μ = 1/ω²: the lowest modes then come out with full relative
     # precision, whereas K φ = ω² M φ loses it as ω²_max/ω²_min grows with mesh refinement.  It needs K
     # positive definite (true for a properly clamped body) and admits massless DOFs (μ = 0).
     try:
-        mu, vectors = scipy.linalg.eigh(M_ff, K_ff, subset_by_index=[free.size - n_solve, free.size - 1])
+        mu, vectors = scipy.linalg.eigh(M_ff, K_ff, subset_by_index=[n_free - n_solve, n_free - 1])
     except np.linalg.LinAlgError as error:
         raise ValueError(
-            f"{name}: stiffness matrix must be positive definite on the free DOFs, but clamping the reference "
-            f"node(s) leaves a rigid-body motion or mechanism (3-DOF nodes need >= 3 non-collinear reference "
-            f"nodes) [{error}]"
+            f"{name}: stiffness matrix must be positive definite on the free DOFs, but clamping {held} leaves "
+            f"a rigid-body motion or mechanism (3-DOF nodes need >= 3 non-collinear reference nodes) [{error}]"
         ) from error
     mu, vectors = mu[::-1], vectors[:, ::-1]
     finite = mu > _INFINITE_FREQUENCY_TOL * max(mu[0], 0.0)
@@ -112,31 +106,104 @@ def constrained_modes(
     # Mass-normalise: eigh returns K-normalised vectors for this ordering of the pencil.
     vectors = vectors / np.sqrt(np.einsum("in,ij,jn->n", vectors, M_ff, vectors))
     vectors = _fix_signs(_canonical_repeated(eigenvalues, vectors))[:, :n_modes]
-    modes = np.zeros((ndof, n_modes))
-    modes[free] = vectors
-    return np.sqrt(eigenvalues[:n_modes]), modes
+    return eigenvalues[:n_modes], vectors
+
+
+def constrained_modes(
+    M: np.ndarray, K: np.ndarray, clamped: np.ndarray, n_modes: int, name: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """Lowest constrained modes of (K, M) with the DOFs `clamped` fixed.
+
+    M, K: full symmetric mass and stiffness matrices (ndof, ndof); clamped: DOF indices held at zero;
+    n_modes: number of modes to keep; name: used in error messages.
+    Returns (freqs (n,) [rad/s] ascending, modes (ndof, n) mass-normalised, zero rows at clamped DOFs).
+    """
+    free = np.setdiff1d(np.arange(M.shape[0]), clamped)
+    w2, vectors = _lowest_modes(M[np.ix_(free, free)], K[np.ix_(free, free)], n_modes, name,
+                                "the reference node(s)")
+    return np.sqrt(w2), _scatter(free, M.shape[0], vectors)
+
+
+def _ritz(M: np.ndarray, K: np.ndarray, basis: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """Orthogonalised Ritz basis of span(basis) (ndof, m): solves the reduced eigenproblem so the
+    returned vectors are mass-normalised and K-orthogonal (diagonal modal mass and stiffness keep
+    the integrators' error norms and the modal damping meaningful).  Directions already in the span
+    (relative M-norm² below 1e-10) are dropped.  Returns (freqs (k,) [rad/s] ascending, vectors (ndof, k))."""
+    basis = basis / np.sqrt(np.einsum("ik,ij,jk->k", basis, M, basis))
+    mu, U = scipy.linalg.eigh(basis.T @ M @ basis)
+    keep = mu > 1e-10 * mu.max()
+    basis = basis @ (U[:, keep] / np.sqrt(mu[keep]))
+    # the generalized problem on the now well-conditioned basis keeps Φᵀ M Φ = I to round-off
+    w2, V = scipy.linalg.eigh(basis.T @ K @ basis, basis.T @ M @ basis)
+    if w2.min() <= 0.0:
+        raise ValueError(f"{name}: interface or static modes gave a non-positive stiffness; is the body clamped?")
+    return np.sqrt(w2), _fix_signs(_canonical_repeated(w2, basis @ V))
 
 
 def add_static_modes(M: np.ndarray, K: np.ndarray, clamped: np.ndarray, modes: np.ndarray,
                      load_dofs: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray]:
     """Enrich constrained modes with the static deflections under unit loads at `load_dofs`
-    (Craig-Bampton-like attachment shapes), so that loads transmitted at an interface are
-    carried exactly in statics. Returns Ritz vectors of span[modes, static shapes]: frequencies
-    (m,) [rad/s] ascending and mass-normalised vectors (ndof, m), m = n + number of independent
-    new shapes."""
-    ndof = M.shape[0]
-    free = np.setdiff1d(np.arange(ndof), clamped)
+    (attachment shapes), so that loads transmitted at those DOFs are carried exactly in statics.
+    This is the former `static_modes` basis (cantilever modes plus tip attachment shapes), kept for
+    `interface_modes: false`.  Returns the orthogonalised Ritz basis of span[modes, static shapes]
+    (see _ritz): frequencies (m,) [rad/s] ascending and mass-normalised vectors (ndof, m)."""
+    free = np.setdiff1d(np.arange(M.shape[0]), clamped)
     F = np.zeros((free.size, load_dofs.size))
     F[np.searchsorted(free, load_dofs), np.arange(load_dofs.size)] = 1.0
-    static = np.zeros((ndof, load_dofs.size))
-    static[free] = scipy.linalg.solve(K[np.ix_(free, free)], F, assume_a="pos")
-    static /= np.sqrt(np.einsum("ik,ij,jk->k", static, M, static))
-    basis = np.hstack([modes, static])
-    # M-orthonormalise, dropping directions already in the span
-    mu, U = scipy.linalg.eigh(basis.T @ M @ basis)
-    keep = mu > 1e-10 * mu.max()
-    basis = basis @ (U[:, keep] / np.sqrt(mu[keep]))
-    w2, V = scipy.linalg.eigh(basis.T @ K @ basis)
-    if w2.min() <= 0.0:
-        raise ValueError(f"{name}: static modes gave a non-positive stiffness; is the body clamped?")
-    return np.sqrt(w2), _fix_signs(basis @ V)
+    static = _scatter(free, M.shape[0], scipy.linalg.solve(K[np.ix_(free, free)], F, assume_a="pos"))
+    return _ritz(M, K, np.hstack([modes, static]), name)
+
+
+def craig_bampton(
+    M: np.ndarray, K: np.ndarray, clamped: np.ndarray, interface: np.ndarray, n_modes: int, name: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """Craig-Bampton basis in the floating frame: fixed-interface normal modes plus constraint modes.
+
+    The reference DOFs `clamped` stay fixed (the body frame is attached there, so the rigid-body
+    content is removed).  interface (r, ndof): rows that read the interface displacements from the
+    nodal DOFs, e.g. unit rows selecting a node's 6 DOFs, or a beam's interpolation N_t(x), N_r(x) at
+    a station between nodes.  Dependent rows (a marker at the reference node, two markers at one
+    point) are dropped by an SVD of the rows on the free DOFs.
+
+    Normal modes: the lowest n_modes with the reference and the interface held (interface rows = 0).
+    Constraint modes: the static shapes K_ff⁻¹ Cᵀ under the interface loads; they span the same space
+    as Craig's unit-interface-displacement shapes (Craig & Bampton 1968), so any load applied through
+    the interface is carried exactly in statics.  The union is orthogonalised by the reduced
+    eigenproblem (_ritz), so the returned basis is M-orthonormal and K-diagonal: n_modes + r' vectors
+    (r' independent interface rows), sorted by frequency.
+
+    Returns (freqs (m,) [rad/s] ascending, modes (ndof, m), zero rows at the clamped DOFs).
+    Reference: R. R. Craig, M. C. C. Bampton, "Coupling of substructures for dynamic analyses",
+    AIAA Journal 6(7), 1313-1319, 1968 (Craig and Bampton 1968).
+    """
+    ndof = M.shape[0]
+    free = np.setdiff1d(np.arange(ndof), clamped)
+    rows = np.asarray(interface, dtype=float).reshape(-1, ndof)[:, free]
+    if rows.size == 0 or not np.any(rows):
+        return constrained_modes(M, K, clamped, n_modes, name)
+    _, singular, vt = scipy.linalg.svd(rows, full_matrices=True)
+    rank = int((singular > 1e-10 * singular.max()).sum())
+    M_ff, K_ff = M[np.ix_(free, free)], K[np.ix_(free, free)]
+    try:
+        static = scipy.linalg.solve(K_ff, vt[:rank].T, assume_a="pos")
+    except np.linalg.LinAlgError as error:
+        raise ValueError(f"{name}: stiffness matrix must be positive definite on the free DOFs after clamping "
+                         f"the reference node(s) [{error}]") from error
+    # Orthonormal coordinates of the fixed-interface subspace {u_f : rows u_f = 0}.
+    Z = vt[rank:].T
+    if Z.shape[1] == 0:  # the interface holds every free DOF: the constraint modes span the whole body
+        return _ritz(M, K, _scatter(free, ndof, static), name)
+    # More normal modes than the held body has DOFs (a short mesh with interfaces): keep them all,
+    # so the basis is the whole FE space, never less than asked for.
+    if isinstance(n_modes, (int, np.integer)) and not isinstance(n_modes, bool):
+        n_modes = min(n_modes, Z.shape[1])
+    _, vectors = _lowest_modes(Z.T @ M_ff @ Z, Z.T @ K_ff @ Z, n_modes, name,
+                               "the reference node(s) and the interface")
+    return _ritz(M, K, _scatter(free, ndof, np.hstack([Z @ vectors, static])), name)
+
+
+def _scatter(free: np.ndarray, ndof: int, vectors: np.ndarray) -> np.ndarray:
+    """Full-DOF vectors (ndof, m) from their values on the free DOFs, zero at the clamped ones."""
+    full = np.zeros((ndof, vectors.shape[1]))
+    full[free] = vectors
+    return full

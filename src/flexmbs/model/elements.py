@@ -100,7 +100,12 @@ class Body:
     Beam: length [m], elements, modes, material, section, tip_mass [kg], tip_inertia about the
     tip point [kg m^2], rotary_inertia of bending, geometric_stiffening (default on), damping,
     segments: split into this many floating frames joined rigidly (a corotational chain);
-    static_modes: add the static tip deflections under shear forces and bending moments to the
+    interface_modes (beams and superelements, default true): Craig-Bampton basis, i.e. `modes`
+    normal modes with the reference and every interface marker (one used by a joint, cut joint,
+    or load) held, plus 6 constraint modes per interface point off the reference (3 for
+    3-DOF superelement nodes), orthogonalised; false: `modes` modes clamped at the reference only
+    (the former basis). static_modes: with interface modes, make the beam tip an interface point
+    too; without, add the static tip deflections under shear forces and bending moments to the
     modes (4 more coordinates; exact statics for loads at the tip, as a chain's segments need).
     Superelement: file (.npz with M, K, nodes) or mass_file/stiffness_file (Matrix Market) and
     nodes_file; reference_nodes clamped for the constrained modes; modes.
@@ -123,6 +128,7 @@ class Body:
     geometric_stiffening: bool = True
     segments: int = 1
     static_modes: bool = False
+    interface_modes: bool = True
     damping: Damping = field(default_factory=Damping)
     file: Optional[str] = None
     mass_file: Optional[str] = None
