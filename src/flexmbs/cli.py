@@ -323,11 +323,10 @@ def modes_command(model_file: str, n_modes: int, spin: Sequence[str]) -> None:
     click.echo(f"natural modes of {model.name}" + (f" spinning ({about})" if about else ""))
     freqs = np.asarray(res.frequencies_hz, dtype=float)
     zetas = np.asarray(res.damping_ratios, dtype=float)
-    shapes = getattr(res, "shapes", None)
-    coords = getattr(res, "coordinate_names", None)
+    labels = list(getattr(res, "labels", []))
     header = f"{'mode':>4}  {'f [Hz]':>12}  {'omega [rad/s]':>14}  {'zeta':>9}"
-    has_dom = shapes is not None and coords is not None and np.size(shapes) > 0
-    click.echo(header + ("  dominant coordinate" if has_dom else ""))
+    has_dom = len(labels) == freqs.size > 0
+    click.echo(header + ("  dominant motion" if has_dom else ""))
     for k, (f, z) in enumerate(zip(freqs, zetas)):
         note = ""
         if f < 0:
@@ -336,7 +335,7 @@ def modes_command(model_file: str, n_modes: int, spin: Sequence[str]) -> None:
             note = "  (rigid-body)"
         dom = ""
         if has_dom:
-            dom = "  " + str(coords[int(np.argmax(np.abs(np.asarray(shapes)[:, k])))])
+            dom = "  " + labels[k]
         zt = "-" if not np.isfinite(z) else f"{0.0 if abs(z) < 1e-9 else z:.4g}"
         click.echo(f"{k + 1:>4}  {f:>12.6g}  {2 * np.pi * f:>14.6g}  {zt:>9}{dom}{note}")
     if freqs.size < n_modes:

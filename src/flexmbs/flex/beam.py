@@ -264,13 +264,21 @@ class Beam:
         rotary = np.einsum("qai,ab,qbj->ij", f.rotation * w[:, None, None], self.section_inertia, f.rotation)
         return rho_a * _gram(f.translation, w) + rotary
 
-    def element_stiffness(self) -> np.ndarray:
-        """Element stiffness matrix (12, 12) [N/m, N, N m]: EA, EIz (v-plane), EIy (w-plane), GJ."""
+    def element_stiffness_families(self) -> dict[str, np.ndarray]:
+        """The element stiffness (12, 12) split by deformation family, each from its own DOFs:
+        'axial' (E A, u_x), 'torsion' (G J, th_x), 'bending_xy' (E Iz, v in the x-y plane),
+        'bending_xz' (E Iy, w in the x-z plane); they sum to element_stiffness."""
         f = self._element_gauss()
         w = self.element_length * _GAUSS_WEIGHTS
         s = self.section
-        bending = _gram(f.curvature, np.outer(w, [self.E * s.Iz, self.E * s.Iy]))
-        return bending + _gram(f.strain, np.outer(w, [self.E * s.A, self.G * s.J]))
+        return {"axial": _gram(f.strain[:, :1], w * self.E * s.A),
+                "torsion": _gram(f.strain[:, 1:], w * self.G * s.J),
+                "bending_xy": _gram(f.curvature[:, :1], w * self.E * s.Iz),
+                "bending_xz": _gram(f.curvature[:, 1:], w * self.E * s.Iy)}
+
+    def element_stiffness(self) -> np.ndarray:
+        """Element stiffness matrix (12, 12) [N/m, N, N m]: EA, EIz (v-plane), EIy (w-plane), GJ."""
+        return sum(self.element_stiffness_families().values())
 
     def element_geometric(self) -> np.ndarray:
         """Element geometric stiffness per unit axial tension ∫ (N_v'^T N_v' + N_w'^T N_w') dx (12, 12) [1/m]."""
@@ -295,6 +303,12 @@ class Beam:
     def stiffness_matrix(self) -> np.ndarray:
         """Assembled stiffness matrix (ndof, ndof)."""
         return self._assemble(self.element_stiffness())
+
+    def stiffness_families(self) -> dict[str, np.ndarray]:
+        """Assembled stiffness matrices (ndof, ndof) of each deformation family (see
+        element_stiffness_families); the strain energy of a nodal displacement d splits into
+        d^T K_f d / 2 per family."""
+        return {k: self._assemble(v) for k, v in self.element_stiffness_families().items()}
 
     def kg_axial(self) -> np.ndarray:
         """Assembled geometric stiffness for a uniform unit axial tension (ndof, ndof) [1/m]; multiply by
