@@ -215,7 +215,7 @@ class Joint:
 
 
 # joint types that can close a loop, with the constraints each imposes
-CUT_TYPES = ("revolute", "prismatic", "cylindrical", "spherical", "planar", "fixed")
+CUT_TYPES = ("revolute", "prismatic", "cylindrical", "spherical", "planar", "fixed", "universal")
 
 
 @dataclass
@@ -223,7 +223,9 @@ class Loops:
     """Kinematic loops: `cuts` are loop-closing joints between two markers (the joints of the
     tree stay in `joints`); each adds its joint's constraints on the relative pose of the two
     markers, enforced with Lagrange multipliers. `axis` is given in both marker frames (the
-    markers are defined so that the joint axis has the same components in each).
+    markers are defined so that the joint axis has the same components in each); a universal
+    cut takes `axis` (cross arm fixed in the parent marker frame) and `axis2` (the arm fixed in
+    the child marker frame), given as perpendicular unit vectors (as for a universal joint).
     `independent`: joints whose coordinates are held at their q0 while the mechanism is assembled
     from the other joints' approximate q0."""
 

@@ -569,7 +569,12 @@ class _Checker:
                     self.marker_ref(at + (side + "_marker",), getattr(cut, side), getattr(cut, side + "_marker"))
             if not self.choice(at + ("type",), cut.type, CUT_TYPES):
                 continue
-            self.unit_axis(at + ("axis",), cut.axis)
+            axis = self.unit_axis(at + ("axis",), cut.axis)
+            if cut.type == "universal":
+                axis2 = self.unit_axis(at + ("axis2",), cut.axis2)
+                if axis is not None and axis2 is not None and abs(float(axis @ axis2)) > UNIT_TOL:
+                    self.add(at + ("axis2",), f"expected axis2 (the cross arm fixed in the child marker frame) "
+                                              f"perpendicular to axis, got axis . axis2 = {_num(float(axis @ axis2))}")
             if cut.parent == cut.child:
                 self.add(at + ("child",), f"a cut joint joins two different bodies; both sides are {cut.parent!r}")
             for key in ("q0", "qd0", "spring", "rotor_inertia"):
