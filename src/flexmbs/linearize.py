@@ -18,9 +18,9 @@ State names: `<joint>.q` / `<joint>.qd` (single-coordinate joints), `<joint>.q[i
 joint), `<body>.eta[k]` / `<body>.etad[k]` (modal coordinates of flexible bodies and their rates).
 The first half of the states are positions, the second half the matching velocities.
 
-Outputs are any of those names, `<joint>.qdd[...]`, `<body>.tip_deflection[i]` (as in simulate's
-Result) and the same names for motion-driven joints; y = y0 + C dx + D du with y0 the value at the
-reference (the `rot[i]` outputs are measured from the reference orientation, so y0 = 0 there).
+Outputs are any of those names, `<joint>.qdd[...]`, `<body>.tip_deflection[i]`, the strain-gauge
+and section-force outputs `<sensor>.strain`, `<sensor>.N` ... (as in simulate's Result) and the
+same names for motion-driven joints; y = y0 + C dx + D du with y0 the value at the reference (the `rot[i]` outputs are measured from the reference orientation, so y0 = 0 there).
 
 The position rows use the kinematic definitions directly (qdot = u for joint and modal coordinates,
 the J_r^-1 map above for rotation vectors); the velocity rows come from the dynamics kernel `rhs`.
@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import arguments as args
+from .gauges import gauges
 from .kernels.drives import MOTION
 from .kernels.dynamics import rhs
 from .model.elements import JOINT_NV, Drive, Model, Profile
@@ -121,6 +122,9 @@ class _Coordinates:
             for i in range(3):
                 self.signals[f"{b}.tip_deflection[{i + 1}]"] = (
                     "tip", i, e0, n, np.array(Phi[i, :n]), np.array(H[:n, :n]))
+        for g in gauges(system):
+            for (suffix, _, _), row in zip(g.signals, g.rows):
+                self.signals[f"{g.name}.{suffix}"] = ("gauge", g.e0, row)
         self.scalar_q = np.array(scalar_q, dtype=np.int64)
         self.vel_c = np.array(vel_c, dtype=np.int64)
         self.nfull = len(self.position_names)
@@ -247,6 +251,9 @@ class _Coordinates:
         if kind == "rot":
             qk = self.quats[spec[1]][0]
             return float(rotvec_from_quat(quat_mul(x_ref[qk:qk + 4] * np.array([1, -1, -1, -1]), W.xq[qk:qk + 4]))[spec[2]])
+        if kind == "gauge":
+            _, e0, row = spec
+            return float(row @ W.xq[e0:e0 + row.size])
         _, i, e0, n, phi, H = spec
         eta = W.xq[e0:e0 + n]
         val = float(phi @ eta)

@@ -268,11 +268,22 @@ class Load:
 
 @dataclass
 class Sensor:
-    """Outputs position, velocity and orientation of a marker in the world frame."""
+    """type marker (default): position, velocity and orientation of `marker` of `body` in the
+    world frame. On a beam body, at station `x` [m] along the beam from its root:
+    strain_gauge: the surface strain [m/m] at the section point (`y`, `z`) [m] (body axes) in the
+    unit `direction` (body axes, default axial (1, 0, 0)), small strain from the modal fields;
+    section_force: the force [N] and moment [N.m] the outboard part (beyond x) exerts on the
+    inboard part at the section centroid, body axes: axial force, two shear forces, torsion and
+    two bending moments."""
 
     name: str
     body: str
-    marker: str
+    marker: Optional[str] = None
+    type: Literal["marker", "strain_gauge", "section_force"] = "marker"
+    x: Optional[float] = None
+    y: float = 0.0
+    z: float = 0.0
+    direction: Sequence[float] = (1.0, 0.0, 0.0)
 
 
 @dataclass
