@@ -346,9 +346,13 @@ def modes_command(model_file: str, n_modes: int, spin: Sequence[str]) -> None:
 
 @main.command("check")
 @click.argument("model_file", metavar="MODEL")
+@click.option("--t-end", type=click.FloatRange(min=0.0, min_open=True), default=None,
+              help="Also simulate to this time [s] and report each flexible body's largest deformation "
+                   "against the range of one floating frame.")
 @_user_errors
-def check_command(model_file: str) -> None:
-    """Load, validate and compile MODEL; print its bodies, joints, inputs and outputs."""
+def check_command(model_file: str, t_end: Optional[float]) -> None:
+    """Load, validate and compile MODEL; print its bodies, joints, inputs and outputs (and,
+    with --t-end, whether a run stays within the single floating frame's range)."""
     model = _load(model_file)
     system = compile_model(model)
     click.echo(f"model {model.name!r} ({model.source}): valid")
@@ -432,6 +436,29 @@ def check_command(model_file: str) -> None:
     click.echo(f"outputs ({len(units)} signals):")
     for line in _grouped_outputs(units):
         click.echo(f"  {line}")
+    if t_end is not None:
+        _check_run(system, t_end)
+
+
+def _check_run(system, t_end: float) -> None:
+    """Simulate to t_end and print each flexible body's largest deformation against the limit."""
+    import warnings
+
+    from .simulate import simulate
+    from .validity import ROTATION_LIMIT, LargeDeflectionWarning, largest_deflections
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LargeDeflectionWarning)  # reported below instead
+        res = simulate(system, t_end)
+    click.echo(f"run to {_fmt(t_end)} s: largest deformation of the flexible bodies (single frame valid up to "
+               f"{ROTATION_LIMIT}):")
+    found = largest_deflections(system, res.time, res.states)
+    for f in found:
+        verdict = "BEYOND the single frame's range: use segments" if f.value > ROTATION_LIMIT else "ok"
+        click.echo(f"  {f.body}: {f.measure} {_fmt(f.value)} at t = {_fmt(f.t)} s, node at "
+                   f"{[float(_fmt(v)) for v in f.where]} m: {verdict}")
+    if not found:
+        click.echo("  (no flexible bodies)")
 
 
 # ------------------------------------------------------------------------------ animate
