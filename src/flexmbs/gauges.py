@@ -14,8 +14,8 @@ nu = E / (2 G) - 1 for the transverse strains eps_yy = eps_zz = -nu eps_xx:
     eps_d = eps_xx (dx^2 - nu (dy^2 + dz^2)) + gam_xy dx dy + gam_xz dx dz.
 
 Section forces: what the outboard part (beyond x) exerts on the inboard part, at the section
-centroid in body axes, from the constitutive relations (Timoshenko & Gere, Mechanics of
-Materials, 1997, ch. 5 and 9 for the sign conventions):
+centroid in body axes, from the constitutive relations (sign conventions as in Timoshenko and
+Gere 1997, docs/references.md):
 
     N = E A u',  Vy = -E Iz v''',  Vz = -E Iy w''',  T = G J th_x',  My = -E Iy w'',  Mz = E Iz v''
 

@@ -22,6 +22,16 @@ Outputs are any of those names, `<joint>.qdd[...]`, `<body>.tip_deflection[i]`, 
 and section-force outputs `<sensor>.strain`, `<sensor>.N` ... (as in simulate's Result) and the
 same names for motion-driven joints; y = y0 + C dx + D du with y0 the value at the reference (the `rot[i]` outputs are measured from the reference orientation, so y0 = 0 there).
 
+Closed loops (cut joints): the free coordinates are partitioned at the operating point into
+independent and dependent ones (Wehage and Haug 1982): as many dependent coordinates as the rank
+of the constraint Jacobian G on the free coordinates, picked by pivoted QR for a well-conditioned
+block G_d (joint coordinates outside loops.independent first, then modal coordinates, the joints
+of loops.independent last). The states are the independent coordinates and their rates; at each
+evaluation the dependent positions are solved from g(q) = 0 (Newton to round-off, so the finite
+differences see no projection error), the dependent rates from G u = 0, and the accelerations
+come from the kernel's constrained solve (the acceleration-level constraint with its
+velocity-product term), so position, velocity and acceleration levels are consistent.
+
 The position rows use the kinematic definitions directly (qdot = u for joint and modal coordinates,
 the J_r^-1 map above for rotation vectors); the velocity rows come from the dynamics kernel `rhs`.
 
@@ -151,7 +161,7 @@ class _Coordinates:
         return ([self.position_names[i] for i in self.ind] + [self.velocity_names[i] for i in self.ind])
 
     def reduce(self, x_ref: np.ndarray) -> np.ndarray:
-        """Coordinate partitioning of a loop model at x_ref (Wehage & Haug 1982): the free
+        """Coordinate partitioning of a loop model at x_ref (Wehage and Haug 1982): the free
         coordinates split into dependent ones (as many as the rank of the constraint Jacobian
         G on them, chosen for a well-conditioned G_d by pivoted QR: joint coordinates outside
         loops.independent first, then modal coordinates, the joints of loops.independent last)
