@@ -20,7 +20,8 @@ The first half of the states are positions, the second half the matching velocit
 
 Outputs are any of those names, `<joint>.qdd[...]`, `<body>.tip_deflection[i]`, the strain-gauge
 and section-force outputs `<sensor>.strain`, `<sensor>.N` ... (as in simulate's Result) and the
-same names for motion-driven joints; y = y0 + C dx + D du with y0 the value at the reference (the `rot[i]` outputs are measured from the reference orientation, so y0 = 0 there).
+same names for motion-driven joints; y = y0 + C dx + D du with y0 the value at the reference
+(the `rot[i]` outputs are measured from the reference orientation, so y0 = 0 there).
 
 Closed loops (cut joints): the free coordinates are partitioned at the operating point into
 independent and dependent ones (Wehage and Haug 1982): as many dependent coordinates as the rank
@@ -154,6 +155,7 @@ class _Coordinates:
 
     @property
     def scales(self) -> np.ndarray:
+        """State scales of the states (independent positions, then their rates)."""
         return self._scales[np.concatenate([self.ind, self.nfull + self.ind])]
 
     @property
@@ -165,8 +167,8 @@ class _Coordinates:
         coordinates split into dependent ones (as many as the rank of the constraint Jacobian
         G on them, chosen for a well-conditioned G_d by pivoted QR: joint coordinates outside
         loops.independent first, then modal coordinates, the joints of loops.independent last)
-        and independent ones, the states. Returns x_ref projected onto
-        the position and velocity constraints (a copy); no-op without loops."""
+        and independent ones, the states. Returns x_ref projected onto the position and velocity
+        constraints (a copy); a copy of x_ref without loops."""
         if self.loops is None:
             return np.array(x_ref, dtype=float)
         q, u = np.array(x_ref[:self.nq], float), np.array(x_ref[self.nq:], float)
@@ -542,10 +544,9 @@ class ModesResult:
     shapes: (n_coordinates, n_modes) position part of the eigenvectors, scaled to a largest entry
     of +1 (real when the imaginary parts vanish, e.g. without damping and gyroscopic coupling,
     complex otherwise). coordinate_names: the free position coordinates (rows of shapes; with
-    loops the independent ones). labels: the dominant motion of each mode: a joint coordinate
-    (e.g. `crank.q`), or
-    '<body>: in-plane bending' (out-of-plane bending, torsion, axial; bending x-y / x-z when no
-    revolute joint sets the plane; elastic for superelements), see table().
+    loops the independent ones). labels: the dominant motion of each mode, a joint coordinate
+    (e.g. `crank.q`) or '<body>: in-plane bending' (out-of-plane bending, torsion, axial; bending
+    x-y / x-z when no revolute joint sets the plane; elastic for superelements), see table().
     """
 
     frequencies_hz: np.ndarray
@@ -565,27 +566,23 @@ class ModesResult:
         return "\n".join(lines)
 
 
-# deformation family of a beam (Beam.stiffness_families) -> label, and the two bending planes
-_FAMILY = {"axial": "axial", "torsion": "torsion"}
-
-
-def _bending_planes(system: System, body: str) -> dict[str, str]:
-    """Labels of the beam's two bending families: in-plane / out-of-plane bending relative to
-    the plane of motion of the revolute (or first universal) axis of the joint that carries the
-    body (the plane normal to that axis, in the body frame through its marker's rotation);
-    'bending x-y' / 'bending x-z' (body axes) when no such joint defines a plane."""
-    plain = {"bending_xy": "bending x-y", "bending_xz": "bending x-z"}
-    model = system.model
-    joint = next((j for j in model.joints if j.child == body), None)
+def _family_labels(system: System, body: str) -> dict[str, str]:
+    """Labels of a beam's deformation families (Beam.stiffness_families): axial, torsion, and
+    in-plane / out-of-plane bending relative to the plane normal to the revolute (or first
+    universal) axis of the joint that carries the body (that axis in the body frame through its
+    marker's rotation); 'bending x-y' / 'bending x-z' (body axes) when no such joint sets a plane."""
+    labels = {"axial": "axial", "torsion": "torsion", "bending_xy": "bending x-y", "bending_xz": "bending x-z"}
+    joint = next((j for j in system.model.joints if j.child == body), None)
     if joint is None or joint.type not in ("revolute", "universal"):
-        return plain
+        return labels
     R0 = system.arrays.mk_R0[system.markers[f"{body}.{joint.child_marker}"]]
     n = R0 @ np.asarray(joint.axis, dtype=float)   # the axis in the body frame
     if abs(abs(n[1]) - abs(n[2])) < 1e-6:
-        return plain
+        return labels
     xy_in = abs(n[2]) > abs(n[1])                  # v-bending turns about z: in the plane normal to z
-    return {"bending_xy": "in-plane bending" if xy_in else "out-of-plane bending",
-            "bending_xz": "out-of-plane bending" if xy_in else "in-plane bending"}
+    labels["bending_xy"] = "in-plane bending" if xy_in else "out-of-plane bending"
+    labels["bending_xz"] = "out-of-plane bending" if xy_in else "in-plane bending"
+    return labels
 
 
 def _mode_labels(system: System, coords: _Coordinates, full: np.ndarray, omega: np.ndarray,
@@ -626,13 +623,13 @@ def _mode_labels(system: System, coords: _Coordinates, full: np.ndarray, omega: 
             labels.append(f"{body}: elastic")
             continue
         if body not in families:
-            families[body] = (d.beam.stiffness_families(), _bending_planes(system, body))
-        Kf, planes = families[body]
+            families[body] = (d.beam.stiffness_families(), _family_labels(system, body))
+        Kf, names = families[body]
         i0 = coords.position_names.index(f"{body}.eta[1]")
         disp = d.nodal_modes @ col[i0:i0 + d.n]
         energy = {f: float(np.real(np.conj(disp) @ K @ disp)) for f, K in Kf.items()}
         top = max(energy, key=energy.get)
-        labels.append(f"{body}: {_FAMILY.get(top) or planes[top]}")
+        labels.append(f"{body}: {names[top]}")
     return labels
 
 

@@ -71,7 +71,8 @@ def warn_large_deflections(system: System, t: np.ndarray, X: np.ndarray) -> list
         if f.value > ROTATION_LIMIT:
             model = system.model
             beam = next((b for b in model.bodies if b.name == f.body), None)
-            hint = ("split it with `segments: k` (each segment its own frame; k about value / 0.1)"
+            k = int(np.ceil(f.value / ROTATION_LIMIT))
+            hint = (f"split it with `segments: {k}` or more (each segment its own frame)"
                     if beam is not None and beam.type == "beam" else "model it as several bodies")
             warnings.warn(f"model {model.name}: body {f.body!r} deforms beyond one floating frame's range: "
                           f"largest {f.measure} {f.value:.3g} at t = {f.t:.4g} s (node at "
