@@ -88,3 +88,24 @@ def test_universal_cut_agrees_with_the_universal_joint_in_the_tree() -> None:
 def test_universal_cut_needs_perpendicular_arms() -> None:
     with pytest.raises(ModelError, match=r"loops.cuts\[0\] 'cross'.axis2: .*perpendicular"):
         flexmbs.compile_model(hooke_cut(axis2=(0, 0.6, 0.8)))
+
+
+def test_cardan_shaft_with_a_spring_oscillates_at_the_energy_frequency() -> None:
+    """A torsional spring k on the output bearing, at rest at the output angle of input angle
+    t1 = 0.6: with r = dt2/dt1 = cos BETA / (1 - sin^2 BETA cos^2 t1) (from tan t2 = tan t1 /
+    cos BETA), T = (I_in + I_out r^2) t1'^2 / 2 and V'' = k r^2 at rest, so omega^2 =
+    k r^2 / (I_in + I_out r^2) (the shafts' axial inertias); modes of the loop closed by the
+    universal cut give it to 1e-6."""
+    from flexmbs import modes
+    from flexmbs.model import Spring
+
+    t1, k = 0.6, 4.0
+    model = hooke_cut(qd0=0.0)
+    t2 = math.atan2(math.sin(t1), math.cos(t1) * math.cos(BETA))
+    model.joint("out_bearing").spring = Spring(stiffness=k, preload=t2)
+    model.joint("in_bearing").q0 = [t1 - 0.1]
+    r = math.cos(BETA) / (1 - math.sin(BETA) ** 2 * math.cos(t1) ** 2)
+    i_in, i_out = model.body("input").inertia[0], model.body("output").inertia[0]
+    res = modes(model, n=None)
+    assert res.coordinate_names == ["in_bearing.q"]
+    assert res.omega[0] == pytest.approx(math.sqrt(k * r ** 2 / (i_in + i_out * r ** 2)), rel=1e-6)
