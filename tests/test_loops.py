@@ -260,10 +260,3 @@ def test_held_input_motion_stays_on_the_loop() -> None:
 
     res = flexmbs.simulate(model, 2.0, output_step=0.01, inputs=inputs)
     assert np.max(res["wrist.gap"]) < 1e-9
-
-
-def test_linearize_refuses_loops() -> None:
-    from flexmbs.linearize import linearize
-
-    with pytest.raises(ValueError, match="closed loops"):
-        linearize(four_bar())

@@ -324,11 +324,10 @@ def modes_command(model_file: str, n_modes: int, spin: Sequence[str]) -> None:
     click.echo(f"natural modes of {model.name}" + (f" spinning ({about})" if about else ""))
     freqs = np.asarray(res.frequencies_hz, dtype=float)
     zetas = np.asarray(res.damping_ratios, dtype=float)
-    shapes = getattr(res, "shapes", None)
-    coords = getattr(res, "coordinate_names", None)
+    labels = list(getattr(res, "labels", []))
     header = f"{'mode':>4}  {'f [Hz]':>12}  {'omega [rad/s]':>14}  {'zeta':>9}"
-    has_dom = shapes is not None and coords is not None and np.size(shapes) > 0
-    click.echo(header + ("  dominant coordinate" if has_dom else ""))
+    has_dom = len(labels) == freqs.size > 0
+    click.echo(header + ("  dominant motion" if has_dom else ""))
     for k, (f, z) in enumerate(zip(freqs, zetas)):
         note = ""
         if f < 0:
@@ -337,7 +336,7 @@ def modes_command(model_file: str, n_modes: int, spin: Sequence[str]) -> None:
             note = "  (rigid-body)"
         dom = ""
         if has_dom:
-            dom = "  " + str(coords[int(np.argmax(np.abs(np.asarray(shapes)[:, k])))])
+            dom = "  " + labels[k]
         zt = "-" if not np.isfinite(z) else f"{0.0 if abs(z) < 1e-9 else z:.4g}"
         click.echo(f"{k + 1:>4}  {f:>12.6g}  {2 * np.pi * f:>14.6g}  {zt:>9}{dom}{note}")
     if freqs.size < n_modes:
@@ -348,9 +347,13 @@ def modes_command(model_file: str, n_modes: int, spin: Sequence[str]) -> None:
 
 @main.command("check")
 @click.argument("model_file", metavar="MODEL")
+@click.option("--t-end", type=click.FloatRange(min=0.0, min_open=True), default=None,
+              help="Also simulate to this time [s] and report each flexible body's largest deformation "
+                   "against the range of one floating frame.")
 @_user_errors
-def check_command(model_file: str) -> None:
-    """Load, validate and compile MODEL; print its bodies, joints, inputs and outputs."""
+def check_command(model_file: str, t_end: Optional[float]) -> None:
+    """Load, validate and compile MODEL; print its bodies, joints, inputs and outputs (and,
+    with --t-end, whether a run stays within the single floating frame's range)."""
     model = _load(model_file)
     system = compile_model(model)
     click.echo(f"model {model.name!r} ({model.source}): valid")
@@ -437,6 +440,29 @@ def check_command(model_file: str) -> None:
     click.echo(f"outputs ({len(units)} signals):")
     for line in _grouped_outputs(units):
         click.echo(f"  {line}")
+    if t_end is not None:
+        _check_run(system, t_end)
+
+
+def _check_run(system, t_end: float) -> None:
+    """Simulate to t_end and print each flexible body's largest deformation against the limit."""
+    import warnings
+
+    from .simulate import simulate
+    from .validity import ROTATION_LIMIT, LargeDeflectionWarning, largest_deflections
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LargeDeflectionWarning)  # reported below instead
+        res = simulate(system, t_end)
+    click.echo(f"run to {_fmt(t_end)} s: largest deformation of the flexible bodies (single frame valid up to "
+               f"{ROTATION_LIMIT}):")
+    found = largest_deflections(system, res.time, res.states)
+    for f in found:
+        verdict = "BEYOND the single frame's range: use segments" if f.value > ROTATION_LIMIT else "ok"
+        click.echo(f"  {f.body}: {f.measure} {_fmt(f.value)} at t = {_fmt(f.t)} s, node at "
+                   f"{[float(_fmt(v)) for v in f.where]} m: {verdict}")
+    if not found:
+        click.echo("  (no flexible bodies)")
 
 
 # ------------------------------------------------------------------------------ animate

@@ -18,9 +18,20 @@ State names: `<joint>.q` / `<joint>.qd` (single-coordinate joints), `<joint>.q[i
 joint), `<body>.eta[k]` / `<body>.etad[k]` (modal coordinates of flexible bodies and their rates).
 The first half of the states are positions, the second half the matching velocities.
 
-Outputs are any of those names, `<joint>.qdd[...]`, `<body>.tip_deflection[i]` (as in simulate's
-Result) and the same names for motion-driven joints; y = y0 + C dx + D du with y0 the value at the
-reference (the `rot[i]` outputs are measured from the reference orientation, so y0 = 0 there).
+Outputs are any of those names, `<joint>.qdd[...]`, `<body>.tip_deflection[i]`, the strain-gauge
+and section-force outputs `<sensor>.strain`, `<sensor>.N` ... (as in simulate's Result) and the
+same names for motion-driven joints; y = y0 + C dx + D du with y0 the value at the reference
+(the `rot[i]` outputs are measured from the reference orientation, so y0 = 0 there).
+
+Closed loops (cut joints): the free coordinates are partitioned at the operating point into
+independent and dependent ones (Wehage and Haug 1982): as many dependent coordinates as the rank
+of the constraint Jacobian G on the free coordinates, picked by pivoted QR for a well-conditioned
+block G_d (joint coordinates outside loops.independent first, then modal coordinates, the joints
+of loops.independent last). The states are the independent coordinates and their rates; at each
+evaluation the dependent positions are solved from g(q) = 0 (Newton to round-off, so the finite
+differences see no projection error), the dependent rates from G u = 0, and the accelerations
+come from the kernel's constrained solve (the acceleration-level constraint with its
+velocity-product term), so position, velocity and acceleration levels are consistent.
 
 The position rows use the kinematic definitions directly (qdot = u for joint and modal coordinates,
 the J_r^-1 map above for rotation vectors); the velocity rows come from the dynamics kernel `rhs`.
@@ -38,6 +49,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import arguments as args
+from .gauges import gauges
 from .kernels.drives import MOTION
 from .kernels.dynamics import rhs
 from .model.elements import JOINT_NV, Drive, Model, Profile
@@ -121,32 +133,114 @@ class _Coordinates:
             for i in range(3):
                 self.signals[f"{b}.tip_deflection[{i + 1}]"] = (
                     "tip", i, e0, n, np.array(Phi[i, :n]), np.array(H[:n, :n]))
+        for g in gauges(system):
+            for (suffix, _, _), row in zip(g.signals, g.rows):
+                self.signals[f"{g.name}.{suffix}"] = ("gauge", g.e0, row)
         self.scalar_q = np.array(scalar_q, dtype=np.int64)
         self.vel_c = np.array(vel_c, dtype=np.int64)
-        self.npos = len(self.position_names)
-        self.scales = np.concatenate([pos_scale, self.xs[self.nq + self.vel_c]])
+        self.nfull = len(self.position_names)
+        self._scales = np.concatenate([pos_scale, self.xs[self.nq + self.vel_c]])
+        # loop models: the independent coordinates (indices into the free positions), set by reduce
+        self.ind = np.arange(self.nfull)
+        self.dep = np.zeros(0, dtype=np.int64)
+        self.loops = None
+        if system.model.loops.cuts:
+            from .loops import Loops
+            self.loops = Loops(S, system.ref, S.cr_on.astype(bool))
+
+    @property
+    def npos(self) -> int:
+        """Number of position states (independent coordinates)."""
+        return int(self.ind.size)
+
+    @property
+    def scales(self) -> np.ndarray:
+        """State scales of the states (independent positions, then their rates)."""
+        return self._scales[np.concatenate([self.ind, self.nfull + self.ind])]
 
     @property
     def state_names(self) -> list[str]:
-        return self.position_names + self.velocity_names
+        return ([self.position_names[i] for i in self.ind] + [self.velocity_names[i] for i in self.ind])
+
+    def reduce(self, x_ref: np.ndarray) -> np.ndarray:
+        """Coordinate partitioning of a loop model at x_ref (Wehage and Haug 1982): the free
+        coordinates split into dependent ones (as many as the rank of the constraint Jacobian
+        G on them, chosen for a well-conditioned G_d by pivoted QR: joint coordinates outside
+        loops.independent first, then modal coordinates, the joints of loops.independent last)
+        and independent ones, the states. Returns x_ref projected onto the position and velocity
+        constraints (a copy); a copy of x_ref without loops."""
+        if self.loops is None:
+            return np.array(x_ref, dtype=float)
+        q, u = np.array(x_ref[:self.nq], float), np.array(x_ref[self.nq:], float)
+        _, G = self.loops.eval(q, u)
+        Gf = G[:, self.vel_c]
+        held = set(self.system.model.loops.independent)
+        joint_of = {c: jn for jn, (u0, n) in self.system.joint_u.items() for c in range(u0, u0 + n)}
+        group = [0 if jn is not None and jn not in held else 2 if jn in held else 1
+                 for jn in (joint_of.get(int(c)) for c in self.vel_c)]
+        self.dep = _pick_dependent(Gf, [[k for k in range(self.nfull) if group[k] == g] for g in range(3)])
+        self.ind = np.array([k for k in range(self.nfull) if k not in set(self.dep.tolist())], dtype=np.int64)
+        x = np.concatenate([q, u])
+        self._project(x)
+        return x
+
+    def _project(self, x: np.ndarray) -> None:
+        """x <- x with its dependent positions on g = 0 (Newton on the dependent coordinates to
+        round-off, so finite differences of the states see no projection error) and dependent
+        velocities on G u = 0; the independent and prescribed coordinates kept."""
+        q, u = x[:self.nq], x[self.nq:]
+        cols = self.vel_c[self.dep]
+        last = np.inf
+        for _ in range(30):
+            g, G = self.loops.eval(q, u)
+            du = np.zeros(u.size)
+            du[cols] = -np.linalg.lstsq(G[:, cols], g, rcond=None)[0]
+            step = float(np.abs(du).max(initial=0.0))
+            self.loops.step_q(q, du)
+            if step <= 1e-15 or (step >= 0.5 * last and step < 1e-10):
+                break  # converged, or stalled at round-off
+            last = step
+        else:
+            raise RuntimeError(f"the loops cannot be closed at this state (largest residual {np.abs(g).max():.3g})")
+        _, G = self.loops.eval(q, u)
+        u[cols] -= np.linalg.lstsq(G[:, cols], G @ u, rcond=None)[0]
+
+    def full_shapes(self, shapes: np.ndarray, x_ref: np.ndarray) -> np.ndarray:
+        """Position part of mode shapes in every free coordinate (rows: position_names) from the
+        independent ones: the dependent rows -G_d^+ G_i times the independent rows."""
+        out = np.zeros((self.nfull,) + shapes.shape[1:], dtype=shapes.dtype)
+        out[self.ind] = shapes
+        if self.dep.size:
+            _, G = self.loops.eval(np.array(x_ref[:self.nq]), np.array(x_ref[self.nq:]))
+            Gd, Gi = G[:, self.vel_c[self.dep]], G[:, self.vel_c[self.ind]]
+            out[self.dep] = -np.linalg.lstsq(Gd, Gi @ shapes, rcond=None)[0]
+        return out
 
     def lookup(self, name: str) -> tuple:
         return lookup(self.signals, name, "output")
 
-    def state(self, x_ref: np.ndarray, dz: np.ndarray) -> np.ndarray:
-        """Full state [q; u] of the reference perturbed by dz (minimal coordinates)."""
+    def state(self, x_ref: np.ndarray, dz_ind: np.ndarray) -> np.ndarray:
+        """Full state [q; u] of the reference perturbed by dz_ind (independent coordinates; with
+        loops the dependent ones follow from the constraints)."""
+        npos = self.nfull
+        dz = np.zeros(2 * npos)
+        dz[self.ind] = dz_ind[:self.npos]
+        dz[npos + self.ind] = dz_ind[self.npos:]
         x = np.array(x_ref, dtype=float)
-        npos = self.npos
         m = self.scalar_q >= 0
         x[self.scalar_q[m]] += dz[:npos][m]
         for qk, _, idx in self.quats:
             x[qk:qk + 4] = quat_mul(x_ref[qk:qk + 4], quat_from_rotvec(dz[idx]))
         x[self.nq + self.vel_c] += dz[npos:]
+        if self.dep.size:
+            self._project(x)
         return x
 
-    def rates(self, W, xd: np.ndarray, dz: np.ndarray) -> np.ndarray:
-        """d(dz)/dt from the full-state derivative xd (W.xu holds the evaluated velocities)."""
-        npos = self.npos
+    def rates(self, W, xd: np.ndarray, dz_ind: np.ndarray) -> np.ndarray:
+        """d(dz_ind)/dt from the full-state derivative xd (W.xu holds the evaluated velocities)."""
+        npos = self.nfull
+        dz = np.zeros(2 * npos)
+        dz[self.ind] = dz_ind[:self.npos]
         zd = np.empty(2 * npos)
         # scalar coordinates (joint coordinates other than quaternions, modal coordinates) have
         # qdot = u by definition; taken from u directly, not from the kernel's qdot
@@ -155,7 +249,7 @@ class _Coordinates:
         for _, uk, idx in self.quats:
             zd[idx] = right_jacobian_inv(dz[idx]) @ W.xu[uk:uk + 3]
         zd[npos:] = xd[self.nq + self.vel_c]
-        return zd
+        return zd[np.concatenate([self.ind, npos + self.ind])]
 
     def output(self, name: str, W, xd: np.ndarray, x_ref: np.ndarray) -> float:
         spec = self.lookup(name)
@@ -169,12 +263,38 @@ class _Coordinates:
         if kind == "rot":
             qk = self.quats[spec[1]][0]
             return float(rotvec_from_quat(quat_mul(x_ref[qk:qk + 4] * np.array([1, -1, -1, -1]), W.xq[qk:qk + 4]))[spec[2]])
+        if kind == "gauge":
+            _, e0, row = spec
+            return float(row @ W.xq[e0:e0 + row.size])
         _, i, e0, n, phi, H = spec
         eta = W.xq[e0:e0 + n]
         val = float(phi @ eta)
         if i == 0:
             val -= 0.5 * float(eta @ H @ eta)
         return val
+
+
+def _pick_dependent(Gf: np.ndarray, groups: list[list[int]]) -> np.ndarray:
+    """Columns of Gf (constraint rows x free coordinates) to make dependent: rank(Gf) of them,
+    taken from the groups in order (pivoted QR of each group's columns after removing the span of
+    those already taken), so the dependent block is well conditioned."""
+    from scipy.linalg import qr
+
+    s = np.linalg.svd(Gf, compute_uv=False) if Gf.size else np.zeros(0)
+    tol = 1e-9 * (s[0] if s.size else 0.0)
+    rank = int(np.sum(s > tol))
+    chosen: list[int] = []
+    for grp in groups:
+        if len(chosen) == rank or not grp:
+            continue
+        R = Gf[:, grp]
+        if chosen:
+            Q = np.linalg.qr(Gf[:, chosen])[0]
+            R = R - Q @ (Q.T @ R)
+        _, Rr, piv = qr(R, mode="economic", pivoting=True)
+        k = int(np.sum(np.abs(np.diag(Rr)) > tol))
+        chosen += [grp[p] for p in piv[:min(k, rank - len(chosen))]]
+    return np.array(sorted(chosen), dtype=np.int64)
 
 
 def _kernel_args(system: System) -> tuple:
@@ -329,11 +449,8 @@ def linearize(model_or_system: Model | System, *, t: float = 0.0, x: np.ndarray 
     if outputs is not None and (isinstance(outputs, str) or not all(isinstance(o, str) for o in outputs)):
         raise ValueError(f"linearize: outputs = {outputs!r}: expected a list of signal names")
     system = _system_of(model_or_system, spin)
-    if system.model.loops.cuts:
-        raise ValueError(f"linearize: model {system.model.name!r} has closed loops (loops.cuts); its joint "
-                         "coordinates are not independent, and the reduction to independent ones is not built yet")
     coords = _Coordinates(system)
-    x_ref = _reference_state(system, x)
+    x_ref = coords.reduce(_reference_state(system, x))
     u_ref = _input_vector(system, inputs)
     outputs = list(coords.joint_positions if outputs is None else outputs)
     ev = _Evaluator(system, coords, t, x_ref, outputs)
@@ -374,6 +491,7 @@ def equilibrium(model_or_system: Model | System, *, spin: Mapping[str, float] | 
     coords = _Coordinates(system)
     x = _reference_state(system, x_guess, where, "x_guess")
     x[system.nq + coords.vel_c] = 0.0
+    x = coords.reduce(x)
     u_ref = _input_vector(system, inputs, where)
     ev = _Evaluator(system, coords, t, x, [])
     npos = coords.npos
@@ -425,7 +543,10 @@ class ModesResult:
     eigenvalues: one eigenvalue per mode (the one with Im > 0, or the larger real one).
     shapes: (n_coordinates, n_modes) position part of the eigenvectors, scaled to a largest entry
     of +1 (real when the imaginary parts vanish, e.g. without damping and gyroscopic coupling,
-    complex otherwise). coordinate_names: the free position coordinates (rows of shapes).
+    complex otherwise). coordinate_names: the free position coordinates (rows of shapes; with
+    loops the independent ones). labels: the dominant motion of each mode, a joint coordinate
+    (e.g. `crank.q`) or '<body>: in-plane bending' (out-of-plane bending, torsion, axial; bending
+    x-y / x-z when no revolute joint sets the plane; elastic for superelements), see table().
     """
 
     frequencies_hz: np.ndarray
@@ -435,13 +556,81 @@ class ModesResult:
     omega: np.ndarray
     eigenvalues: np.ndarray
     linear: LinearSystem | None = None
+    labels: list[str] = field(default_factory=list)
 
     def table(self) -> str:
-        lines = [f"{'mode':>4}  {'f [Hz]':>12}  {'omega [rad/s]':>14}  {'zeta':>9}  dominant coordinate"]
+        lines = [f"{'mode':>4}  {'f [Hz]':>12}  {'omega [rad/s]':>14}  {'zeta':>9}  dominant motion"]
         for k, (f, w, z) in enumerate(zip(self.frequencies_hz, self.omega, self.damping_ratios)):
-            dom = self.coordinate_names[int(np.argmax(np.abs(self.shapes[:, k])))] if self.shapes.size else ""
+            dom = self.labels[k] if k < len(self.labels) else ""
             lines.append(f"{k + 1:>4}  {f:>12.6g}  {w:>14.6g}  {z:>9.4g}  {dom}")
         return "\n".join(lines)
+
+
+def _family_labels(system: System, body: str) -> dict[str, str]:
+    """Labels of a beam's deformation families (Beam.stiffness_families): axial, torsion, and
+    in-plane / out-of-plane bending relative to the plane normal to the revolute (or first
+    universal) axis of the joint that carries the body (that axis in the body frame through its
+    marker's rotation); 'bending x-y' / 'bending x-z' (body axes) when no such joint sets a plane."""
+    labels = {"axial": "axial", "torsion": "torsion", "bending_xy": "bending x-y", "bending_xz": "bending x-z"}
+    joint = next((j for j in system.model.joints if j.child == body), None)
+    if joint is None or joint.type not in ("revolute", "universal"):
+        return labels
+    R0 = system.arrays.mk_R0[system.markers[f"{body}.{joint.child_marker}"]]
+    n = R0 @ np.asarray(joint.axis, dtype=float)   # the axis in the body frame
+    if abs(abs(n[1]) - abs(n[2])) < 1e-6:
+        return labels
+    xy_in = abs(n[2]) > abs(n[1])                  # v-bending turns about z: in the plane normal to z
+    labels["bending_xy"] = "in-plane bending" if xy_in else "out-of-plane bending"
+    labels["bending_xz"] = "out-of-plane bending" if xy_in else "in-plane bending"
+    return labels
+
+
+def _mode_labels(system: System, coords: _Coordinates, full: np.ndarray, omega: np.ndarray,
+                 x_ref: np.ndarray, t: float, inputs: np.ndarray) -> list[str]:
+    """Dominant motion of each mode from its shape in every free coordinate (full, rows
+    coords.position_names). An elastic mode (a flexible body stores at least half of the mode's
+    peak kinetic energy omega^2 v^T M v / 2 as strain energy eta^T Ke eta / 2, M the mass
+    matrix at x_ref) is labelled by that body and, for beams, the deformation family (axial,
+    torsion, in-/out-of-plane bending) holding most of its strain energy; any other mode by the
+    joint coordinate with the largest motion in units of its state scale."""
+    from .kernels.dynamics import assemble
+
+    S_arg, W_arg, W = _kernel_args(system)
+    q, u = np.array(x_ref[:coords.nq], float), np.array(x_ref[coords.nq:], float)
+    assemble(S_arg, W_arg, float(t), q, u, inputs)
+    M = np.array(W.M)
+    scale = coords._scales[:coords.nfull]
+    joints = [i for i, n in enumerate(coords.position_names) if ".eta[" not in n]
+    families: dict[str, tuple] = {}
+    labels = []
+    for k in range(full.shape[1]):
+        col = full[:, k]
+        v = np.zeros(coords.nv, dtype=col.dtype)
+        v[coords.vel_c] = col
+        kinetic = omega[k] ** 2 * float(np.real(np.conj(v) @ M @ v))
+        strain = {}
+        for b, (e0, n) in system.body_eta.items():
+            i0 = coords.position_names.index(f"{b}.eta[1]")
+            e = col[i0:i0 + n]
+            strain[b] = float(np.real(np.conj(e) @ system.flex[b].Ke @ e))
+        body = max(strain, key=strain.get) if strain else None
+        if body is None or not omega[k] > 0 or strain[body] < 0.5 * kinetic:
+            i = joints[int(np.argmax(np.abs(col[joints]) / scale[joints]))] if joints else 0
+            labels.append(coords.position_names[i])
+            continue
+        d = system.flex[body]
+        if d.beam is None:
+            labels.append(f"{body}: elastic")
+            continue
+        if body not in families:
+            families[body] = (d.beam.stiffness_families(), _family_labels(system, body))
+        Kf, names = families[body]
+        i0 = coords.position_names.index(f"{body}.eta[1]")
+        disp = d.nodal_modes @ col[i0:i0 + d.n]
+        energy = {f: float(np.real(np.conj(disp) @ K @ disp)) for f, K in Kf.items()}
+        top = max(energy, key=energy.get)
+        labels.append(f"{body}: {names[top]}")
+    return labels
 
 
 def _normalize(v: np.ndarray) -> np.ndarray:
@@ -524,6 +713,8 @@ def modes(model: Model | System, *, n: int | None = 6, spin: Mapping[str, float]
     if npos == 0:
         e = np.zeros(0)
         return ModesResult(e, e, np.zeros((0, 0)), names, e, e.astype(complex), lin)
+    coords = _Coordinates(system)
+    coords.reduce(lin.x0)
     lam, vecs = np.linalg.eig(lin.A)
     if zero_tol is None:
         zero_tol = 1e-5 * max(1.0, float(np.abs(lam).max()))
@@ -537,4 +728,6 @@ def modes(model: Model | System, *, n: int | None = 6, spin: Mapping[str, float]
         shapes = shapes.real
     return ModesResult(frequencies_hz=omega / (2 * np.pi), damping_ratios=np.array([it[1] for it in items]),
                        shapes=shapes, coordinate_names=names, omega=omega,
-                       eigenvalues=np.array([it[2] for it in items], dtype=complex), linear=lin)
+                       eigenvalues=np.array([it[2] for it in items], dtype=complex), linear=lin,
+                       labels=_mode_labels(system, coords, coords.full_shapes(shapes, lin.x0), omega, lin.x0,
+                                           lin.t, _input_vector(system, inputs, "modes")))

@@ -11,6 +11,10 @@ alignment e_i^A . e_j^B (rotation rows):
     spherical   e1, e2, e3 offsets
     planar      e3 offset;          e3.e1', e3.e2'           (e3 the plane normal)
     fixed       e1, e2, e3 offsets; e3.e1', e3.e2', e1.e2'
+    universal   e1, e2, e3 offsets; e3.e1'                   (e3 = axis, e1 = axis2)
+For a universal cut E has e3 = `axis` (the cross arm fixed in the parent marker frame) and
+e1 = `axis2` (the arm fixed in the child marker frame), so its one alignment row keeps the two
+arms perpendicular and the child turns about both (a Hooke joint).
 The kernels (kernels/constraints.py) evaluate g, G = dg/du and the velocity-product term.
 """
 
@@ -32,6 +36,7 @@ ROWS = {
     "spherical": ((POSITION, 0, 0), (POSITION, 1, 0), (POSITION, 2, 0)),
     "planar": ((POSITION, 2, 0), (ALIGN, 2, 0), (ALIGN, 2, 1)),
     "fixed": ((POSITION, 0, 0), (POSITION, 1, 0), (POSITION, 2, 0), (ALIGN, 2, 0), (ALIGN, 2, 1), (ALIGN, 0, 1)),
+    "universal": ((POSITION, 0, 0), (POSITION, 1, 0), (POSITION, 2, 0), (ALIGN, 2, 0)),
 }
 # position tolerance [m] and alignment tolerance [1] of an assembled or projected state
 TOL = 1e-11
@@ -48,10 +53,20 @@ def row_names(cut: Joint) -> list[str]:
             for kind, i, j in ROWS[cut.type]]
 
 
+def cut_frame(cut: Joint) -> np.ndarray:
+    """The joint frame E = [e1 e2 e3] of a cut joint: e3 along its axis; for a universal cut
+    e1 along axis2 (perpendicular to axis, checked by validation)."""
+    if cut.type != "universal":
+        return frame_with_axis(cut.axis)
+    e3 = np.asarray(cut.axis, float) / np.linalg.norm(cut.axis)
+    e1 = np.asarray(cut.axis2, float) / np.linalg.norm(cut.axis2)
+    return np.column_stack([e1, np.cross(e3, e1), e3])
+
+
 def cut_rows(cuts: Sequence[Joint], markers: dict[str, int]) -> dict[str, np.ndarray]:
     """The constraint-row arrays of the kernels (cr_*), all rows in use."""
     rows = [(markers[f"{c.parent}.{c.parent_marker}"], markers[f"{c.child}.{c.child_marker}"], kind, i, j,
-             frame_with_axis(c.axis)) for c in cuts for kind, i, j in ROWS[c.type]]
+             cut_frame(c)) for c in cuts for kind, i, j in ROWS[c.type]]
     n = len(rows)
     ints = lambda k: np.array([r[k] for r in rows], np.int64)  # noqa: E731
     return {"cr_a": ints(0), "cr_b": ints(1), "cr_kind": ints(2), "cr_i": ints(3), "cr_j": ints(4),

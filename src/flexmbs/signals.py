@@ -4,7 +4,8 @@ so both always name the same quantity the same way.
 
 y = [q (nq) | u (nv) | udot (nv) | drive torques (nv) | kinetic, potential, strain, total energy
      | per sensor: r (3), v (3), R row-major (9), w (3) | per flexible body: tip deflection (3)
-     | per cut joint: gap, tilt, force (3), torque (3)]
+     | per cut joint: gap, tilt, force (3), torque (3)
+     | per strain gauge: strain | per section-force sensor: N, V (2), T, M (2)]
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .gauges import gauge_signals, gauges
 from .kernels.outputs import sample, state_outputs
 from .loops import POSITION, ROWS
 from .system import System
@@ -110,6 +112,16 @@ def signal_table(system: System) -> list[Signal]:
         for i in range(3):
             put(f"{cut.name}.torque[{i + 1}]", "N.m", f"cut joint {cut.name}: torque on its child body, world "
                 f"component {i + 1} (0 about redundant constraints)", base + 5 + i, ACCELERATION)
+    i = i_cut + 8 * len(system.model.loops.cuts)
+    for sensor in system.model.sensors:
+        if sensor.type == "marker":
+            continue
+        where = f"{sensor.type.replace('_', ' ')} {sensor.name}: body {sensor.body} at x = {sensor.x:g} m"
+        if sensor.type == "strain_gauge":
+            where += f", section point ({sensor.y:g}, {sensor.z:g}) m, direction {tuple(sensor.direction)}"
+        for suffix, unit, what in gauge_signals(sensor):
+            put(f"{sensor.name}.{suffix}", unit, f"{where}: {what}", i)
+            i += 1
     return out
 
 
@@ -135,7 +147,8 @@ def state_slots(system: System) -> np.ndarray:
 def output_width(system: System) -> int:
     """Length of y."""
     return (system.nq + 3 * system.nv + 4 + 18 * len(system.sensors) + 3 * len(system.body_eta)
-            + 8 * len(system.model.loops.cuts))
+            + 8 * len(system.model.loops.cuts)
+            + sum(len(gauge_signals(s)) for s in system.model.sensors if s.type != "marker"))
 
 
 class Evaluator:
@@ -157,6 +170,7 @@ class Evaluator:
             kinds = np.array([kind for kind, _, _ in ROWS[cut.type]])
             self.cuts.append((slice(r, r + kinds.size), kinds == POSITION))
             r += kinds.size
+        self.gauges = gauges(system)  # strain gauges and section forces: rows times eta
 
     def evaluate_state(self, t: float, x: np.ndarray, u: np.ndarray, y: np.ndarray, udot: np.ndarray) -> None:
         """Only the outputs that follow from the state without the dynamics (state_slots) of
@@ -205,3 +219,7 @@ class Evaluator:
             Y[:, i + 2:i + 5] = reaction[:, pos].sum(axis=1)
             Y[:, i + 5:i + 8] = reaction[:, ~pos].sum(axis=1)
             i += 8
+        for g in self.gauges:
+            k, m = g.rows.shape
+            Y[:, i:i + k] = Xo[:, g.e0:g.e0 + m] @ g.rows.T
+            i += k

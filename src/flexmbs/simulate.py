@@ -14,6 +14,7 @@ from .names import lookup
 from .signals import Evaluator, output_width, signal_table
 from .solvers.stepper import Settings, SolverError, Stepper
 from .system import System, compile_model
+from .validity import warn_large_deflections
 
 InputSpec = Union[None, Mapping[str, float], Callable[[float], Mapping[str, float]]]
 
@@ -233,6 +234,7 @@ def simulate(model: Union[Model, System], t_end: float, *, method: Optional[str]
     finally:
         if bar is not None:
             bar.close()
+    warn_large_deflections(system, t, X)
     return _result(system, stepper.W, stats(), t, X, U)
 
 

@@ -55,7 +55,7 @@ class System:
     arrays: SystemArrays; q0, u0: initial coordinates; bodies/joints: names in tree order;
     joint_q/joint_u: name -> (start, count) in q/u; flex: body name -> FlexBodyData;
     inputs: input signal names in order; markers: 'body.marker' -> marker index;
-    sensors: sensor name -> marker index; loop_rows: the names of the loop constraints (rows of
+    sensors: marker sensor name -> marker index (strain gauges and section forces: gauges.py); loop_rows: the names of the loop constraints (rows of
     the constraint Jacobian), loop_redundant: those found dependent on the others and dropped;
     loop_corrections: joint or flexible body name -> (largest change of its positions, of its
     velocities) made by loop assembly to the model's q0/qd0 [rad, m, modal amplitudes; per s].
@@ -499,7 +499,8 @@ def compile_model(model: Model) -> System:
         joint_u=joint_u,
         body_eta={b.name: (int(eq[i]), int(nm[i])) for i, b in enumerate(bodies) if nm[i] > 0},
         flex=flex, inputs=inputs, input_defaults=defaults,
-        markers=markers, sensors={s.name: markers[f"{s.body}.{s.marker}"] for s in model.sensors},
+        markers=markers, sensors={s.name: markers[f"{s.body}.{s.marker}"] for s in model.sensors
+                                  if s.type == "marker"},
         drives=drives, loop_rows=loop_rows, loop_redundant=redundant,
     )
     if model.loops.cuts:

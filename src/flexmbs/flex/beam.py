@@ -45,6 +45,7 @@ class ElementFields(NamedTuple):
     slope:       (q, 2, 12) [dv/dx, dw/dx] [1/m per DOF unit]
     curvature:   (q, 2, 12) [d²v/dx², d²w/dx²] [1/m² per DOF unit]
     strain:      (q, 2, 12) [du_x/dx, dth_x/dx] axial strain and twist rate
+    third:       (q, 2, 12) [d³v/dx³, d³w/dx³] [1/m³ per DOF unit] (constant over an element)
     """
 
     translation: np.ndarray
@@ -52,12 +53,13 @@ class ElementFields(NamedTuple):
     slope: np.ndarray
     curvature: np.ndarray
     strain: np.ndarray
+    third: np.ndarray
 
 
 def _hermite(xi: np.ndarray, l: float, order: int) -> np.ndarray:
     """Cubic Hermite functions [H1, l·H2, H3, l·H4] or their x-derivatives, shape (q, 4).
 
-    xi: element coordinate in [0, 1]; l: element length [m]; order: derivative order in x (0, 1, 2).
+    xi: element coordinate in [0, 1]; l: element length [m]; order: derivative order in x (0 to 3).
     """
     if order == 0:
         return np.stack([1 - 3 * xi**2 + 2 * xi**3, l * (xi - 2 * xi**2 + xi**3),
@@ -65,8 +67,11 @@ def _hermite(xi: np.ndarray, l: float, order: int) -> np.ndarray:
     if order == 1:
         return np.stack([(-6 * xi + 6 * xi**2) / l, 1 - 4 * xi + 3 * xi**2,
                          (6 * xi - 6 * xi**2) / l, -2 * xi + 3 * xi**2], axis=-1)
-    return np.stack([(-6 + 12 * xi) / l**2, (-4 + 6 * xi) / l,
-                     (6 - 12 * xi) / l**2, (-2 + 6 * xi) / l], axis=-1)
+    if order == 2:
+        return np.stack([(-6 + 12 * xi) / l**2, (-4 + 6 * xi) / l,
+                         (6 - 12 * xi) / l**2, (-2 + 6 * xi) / l], axis=-1)
+    one = np.ones_like(xi)
+    return np.stack([12 / l**3 * one, 6 / l**2 * one, -12 / l**3 * one, 6 / l**2 * one], axis=-1)
 
 
 def _linear(xi: np.ndarray, l: float, order: int) -> np.ndarray:
@@ -85,8 +90,8 @@ def element_fields(xi: np.ndarray, l: float) -> ElementFields:
         row[:, dofs] = values if signs is None else values * signs
         return row
 
-    v = [scatter(_hermite(xi, l, k), _V_DOFS, _V_SIGNS) for k in range(3)]
-    w = [scatter(_hermite(xi, l, k), _W_DOFS, _W_SIGNS) for k in range(3)]
+    v = [scatter(_hermite(xi, l, k), _V_DOFS, _V_SIGNS) for k in range(4)]
+    w = [scatter(_hermite(xi, l, k), _W_DOFS, _W_SIGNS) for k in range(4)]
     u = [scatter(_linear(xi, l, k), _U_DOFS) for k in range(2)]
     tx = [scatter(_linear(xi, l, k), _TX_DOFS) for k in range(2)]
     return ElementFields(
@@ -95,6 +100,7 @@ def element_fields(xi: np.ndarray, l: float) -> ElementFields:
         slope=np.stack([v[1], w[1]], axis=1),
         curvature=np.stack([v[2], w[2]], axis=1),
         strain=np.stack([u[1], tx[1]], axis=1),
+        third=np.stack([v[3], w[3]], axis=1),
     )
 
 
@@ -238,7 +244,7 @@ class Beam:
 
     def project(self, x: np.ndarray, modes: np.ndarray) -> ElementFields:
         """Fields of the nodal vectors `modes` (ndof, n) interpolated at stations x (q,) [m]: arrays (q, r, n)
-        with the rows r of ElementFields (translation, rotation, slope, curvature, strain)."""
+        with the rows r of ElementFields (translation, rotation, slope, curvature, strain, third)."""
         element, f = self.fields(x)
         local = modes[self.element_dofs(element)]  # (q, 12, n)
         return ElementFields(*(np.einsum("qri,qin->qrn", array, local) for array in f))
@@ -264,13 +270,21 @@ class Beam:
         rotary = np.einsum("qai,ab,qbj->ij", f.rotation * w[:, None, None], self.section_inertia, f.rotation)
         return rho_a * _gram(f.translation, w) + rotary
 
-    def element_stiffness(self) -> np.ndarray:
-        """Element stiffness matrix (12, 12) [N/m, N, N m]: EA, EIz (v-plane), EIy (w-plane), GJ."""
+    def element_stiffness_families(self) -> dict[str, np.ndarray]:
+        """The element stiffness (12, 12) split by deformation family, each from its own DOFs:
+        'axial' (E A, u_x), 'torsion' (G J, th_x), 'bending_xy' (E Iz, v in the x-y plane),
+        'bending_xz' (E Iy, w in the x-z plane); they sum to element_stiffness."""
         f = self._element_gauss()
         w = self.element_length * _GAUSS_WEIGHTS
         s = self.section
-        bending = _gram(f.curvature, np.outer(w, [self.E * s.Iz, self.E * s.Iy]))
-        return bending + _gram(f.strain, np.outer(w, [self.E * s.A, self.G * s.J]))
+        return {"axial": _gram(f.strain[:, :1], w * self.E * s.A),
+                "torsion": _gram(f.strain[:, 1:], w * self.G * s.J),
+                "bending_xy": _gram(f.curvature[:, :1], w * self.E * s.Iz),
+                "bending_xz": _gram(f.curvature[:, 1:], w * self.E * s.Iy)}
+
+    def element_stiffness(self) -> np.ndarray:
+        """Element stiffness matrix (12, 12) [N/m, N, N m]: EA, EIz (v-plane), EIy (w-plane), GJ."""
+        return sum(self.element_stiffness_families().values())
 
     def element_geometric(self) -> np.ndarray:
         """Element geometric stiffness per unit axial tension ∫ (N_v'^T N_v' + N_w'^T N_w') dx (12, 12) [1/m]."""
@@ -295,6 +309,12 @@ class Beam:
     def stiffness_matrix(self) -> np.ndarray:
         """Assembled stiffness matrix (ndof, ndof)."""
         return self._assemble(self.element_stiffness())
+
+    def stiffness_families(self) -> dict[str, np.ndarray]:
+        """Assembled stiffness matrices (ndof, ndof) of each deformation family (see
+        element_stiffness_families); the strain energy of a nodal displacement d splits into
+        d^T K_f d / 2 per family."""
+        return {k: self._assemble(v) for k, v in self.element_stiffness_families().items()}
 
     def kg_axial(self) -> np.ndarray:
         """Assembled geometric stiffness for a uniform unit axial tension (ndof, ndof) [1/m]; multiply by

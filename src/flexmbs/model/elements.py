@@ -221,7 +221,7 @@ class Joint:
 
 
 # joint types that can close a loop, with the constraints each imposes
-CUT_TYPES = ("revolute", "prismatic", "cylindrical", "spherical", "planar", "fixed")
+CUT_TYPES = ("revolute", "prismatic", "cylindrical", "spherical", "planar", "fixed", "universal")
 
 
 @dataclass
@@ -229,7 +229,9 @@ class Loops:
     """Kinematic loops: `cuts` are loop-closing joints between two markers (the joints of the
     tree stay in `joints`); each adds its joint's constraints on the relative pose of the two
     markers, enforced with Lagrange multipliers. `axis` is given in both marker frames (the
-    markers are defined so that the joint axis has the same components in each).
+    markers are defined so that the joint axis has the same components in each); a universal
+    cut takes `axis` (cross arm fixed in the parent marker frame) and `axis2` (the arm fixed in
+    the child marker frame), given as perpendicular unit vectors (as for a universal joint).
     `independent`: joints whose coordinates are held at their q0 while the mechanism is assembled
     from the other joints' approximate q0."""
 
@@ -272,11 +274,22 @@ class Load:
 
 @dataclass
 class Sensor:
-    """Outputs position, velocity and orientation of a marker in the world frame."""
+    """type marker (default): position, velocity and orientation of `marker` of `body` in the
+    world frame. On a beam body, at station `x` [m] along the beam from its root:
+    strain_gauge: the surface strain [m/m] at the section point (`y`, `z`) [m] (body axes) in the
+    unit `direction` (body axes, default axial (1, 0, 0)), small strain from the modal fields;
+    section_force: the force [N] and moment [N.m] the outboard part (beyond x) exerts on the
+    inboard part at the section centroid, body axes: axial force, two shear forces, torsion and
+    two bending moments."""
 
     name: str
     body: str
-    marker: str
+    marker: Optional[str] = None
+    type: Literal["marker", "strain_gauge", "section_force"] = "marker"
+    x: Optional[float] = None
+    y: float = 0.0
+    z: float = 0.0
+    direction: Sequence[float] = (1.0, 0.0, 0.0)
 
 
 @dataclass

@@ -30,6 +30,7 @@ def expand_segments(model: Model) -> Model:
         return model
     out = copy.deepcopy(model)
     home: dict[tuple[str, str], tuple[str, str]] = {}  # (beam, marker) -> (segment, marker)
+    split: dict[str, tuple[int, float]] = {}  # segmented beam -> (segments, segment length [m])
     bodies: list[Body] = []
     joints: list[Joint] = list(out.joints)
     for b in out.bodies:
@@ -44,6 +45,7 @@ def expand_segments(model: Model) -> Model:
                         tip_inertia=b.tip_inertia if i == k - 1 else None,
                         markers=[Marker(f"{SEP}root", x=0.0)] + ([Marker(f"{SEP}end", x=ls)] if i < k - 1 else []))
                 for i in range(k)]
+        split[b.name] = (k, ls)
         per = b.elements // k  # elements per segment
         for mk in b.markers:
             if mk.x is None:  # placed by node: node n of the beam is node n - i per of segment i
@@ -66,7 +68,12 @@ def expand_segments(model: Model) -> Model:
         j.parent, j.parent_marker = moved(j.parent, j.parent_marker)
         j.child, j.child_marker = moved(j.child, j.child_marker)
     for s in out.sensors:
-        s.body, s.marker = moved(s.body, s.marker)
+        if s.type == "marker":
+            s.body, s.marker = moved(s.body, s.marker)
+        elif s.body in split:  # a station on the beam: the segment holding it, local station
+            k, ls = split[s.body]
+            i = min(int(s.x // ls), k - 1)
+            s.body, s.x = segment_name(s.body, i), s.x - i * ls
     for ld in out.loads:
         if ld.body is not None:
             ld.body, ld.marker = moved(ld.body, ld.marker)

@@ -47,6 +47,8 @@ _DRIVE_FIELDS = {"passive": (), "torque": ("torque",), "motion": ("profile",),
 _LOAD_FIELDS = {"point_force": ("body", "marker", "force", "torque", "frame", "input"),
                 "spring_damper": ("marker_a", "marker_b", "stiffness", "damping", "rest_length"),
                 "elastic_rod": ("marker_a", "marker_b", "length", "material", "section", "damping")}
+_SENSOR_FIELDS = {"marker": ("body", "marker"), "strain_gauge": ("body", "x", "y", "z", "direction"),
+                  "section_force": ("body", "x")}
 # Axes used per joint type, and the accepted q0 sizes where there is more than one form.
 _JOINT_AXES = {"revolute": ("axis",), "prismatic": ("axis",), "cylindrical": ("axis",),
                "universal": ("axis", "axis2"), "planar": ("axis", "axis2")}
@@ -283,7 +285,7 @@ class _Checker:
         sensors = self.entries(("sensors",), m.sensors, Sensor)
         self.names(("sensors",), sensors, "sensor")
         for i, sensor in sensors:
-            self.body_marker_ref(("sensors", i), sensor.body, sensor.marker)
+            self.sensor(("sensors", i), sensor)
         if self.instance(("solver",), m.solver, Solver, "solver settings"):
             self.solver(("solver",), m.solver)
         self.tree(bodies, joints)
@@ -569,7 +571,12 @@ class _Checker:
                     self.marker_ref(at + (side + "_marker",), getattr(cut, side), getattr(cut, side + "_marker"))
             if not self.choice(at + ("type",), cut.type, CUT_TYPES):
                 continue
-            self.unit_axis(at + ("axis",), cut.axis)
+            axis = self.unit_axis(at + ("axis",), cut.axis)
+            if cut.type == "universal":
+                axis2 = self.unit_axis(at + ("axis2",), cut.axis2)
+                if axis is not None and axis2 is not None and abs(float(axis @ axis2)) > UNIT_TOL:
+                    self.add(at + ("axis2",), f"expected axis2 (the cross arm fixed in the child marker frame) "
+                                              f"perpendicular to axis, got axis . axis2 = {_num(float(axis @ axis2))}")
             if cut.parent == cut.child:
                 self.add(at + ("child",), f"a cut joint joins two different bodies; both sides are {cut.parent!r}")
             for key in ("q0", "qd0", "spring", "rotor_inertia"):
@@ -585,6 +592,29 @@ class _Checker:
                 self.add(loc + ("independent", k), f"joint {name!r} ({tree[name].type}) has no plain coordinates "
                                                    "to hold; choose a revolute, prismatic, cylindrical, universal "
                                                    "or planar joint")
+
+    def sensor(self, loc: Loc, s: Sensor) -> None:
+        if not self.choice(loc + ("type",), s.type, _SENSOR_FIELDS):
+            return
+        self.unused(loc, s, _SENSOR_FIELDS[s.type], f"a {s.type} sensor")
+        if s.type == "marker":
+            self.body_marker_ref(loc, s.body, s.marker)
+            return
+        if not self.body_ref(loc + ("body",), s.body):
+            return
+        body = next((b for b in self.model.bodies if b.name == s.body), None)
+        if body is None or body.type != "beam":
+            what = "the fixed ground" if body is None else f"a {body.type} body"
+            self.add(loc + ("body",), f"a {s.type} sensor reads a beam's section; {s.body!r} is {what} "
+                                      "(use a marker sensor there)")
+            return
+        if self.number(loc + ("x",), s.x) and _accepts(body.length, "positive") \
+                and not -1e-12 * body.length <= s.x <= body.length * (1 + 1e-12):
+            self.add(loc + ("x",), f"station x = {_num(s.x)} m must lie on the beam, in [0, length "
+                                   f"{_num(body.length)} m]")
+        if s.type == "strain_gauge":
+            self.numbers(loc, s, ("y", "z"))
+            self.unit_axis(loc + ("direction",), s.direction)
 
     def drive(self, loc: Loc, d: Drive, joint_type: str) -> None:
         if not self.choice(loc + ("type",), d.type, _DRIVE_FIELDS):
