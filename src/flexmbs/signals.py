@@ -112,7 +112,7 @@ def signal_table(system: System) -> list[Signal]:
         for i in range(3):
             put(f"{cut.name}.torque[{i + 1}]", "N.m", f"cut joint {cut.name}: torque on its child body, world "
                 f"component {i + 1} (0 about redundant constraints)", base + 5 + i, ACCELERATION)
-    i = i_cut + 8 * len(system.model.loops.cuts)
+    i = gauge_start(system)
     for sensor in system.model.sensors:
         if sensor.type == "marker":
             continue
@@ -137,18 +137,21 @@ def tip_start(system: System) -> int:
     return system.nq + 3 * system.nv + 4 + 18 * len(system.sensors)
 
 
+def gauge_start(system: System) -> int:
+    """Index in y of the first strain-gauge or section-force signal."""
+    return tip_start(system) + 3 * len(system.body_eta) + 8 * len(system.model.loops.cuts)
+
+
 def state_slots(system: System) -> np.ndarray:
     """The slots of y that follow from the state without the dynamics (Evaluator.evaluate_state):
-    positions, velocities and tip deflections."""
-    i = tip_start(system)
-    return np.r_[0:system.nq + system.nv, i:i + 3 * len(system.body_eta)]
+    positions, velocities, tip deflections, strain gauges and section forces."""
+    i, g = tip_start(system), gauge_start(system)
+    return np.r_[0:system.nq + system.nv, i:i + 3 * len(system.body_eta), g:output_width(system)]
 
 
 def output_width(system: System) -> int:
     """Length of y."""
-    return (system.nq + 3 * system.nv + 4 + 18 * len(system.sensors) + 3 * len(system.body_eta)
-            + 8 * len(system.model.loops.cuts)
-            + sum(len(gauge_signals(s)) for s in system.model.sensors if s.type != "marker"))
+    return gauge_start(system) + sum(len(gauge_signals(s)) for s in system.model.sensors if s.type != "marker")
 
 
 class Evaluator:
@@ -176,7 +179,9 @@ class Evaluator:
         """Only the outputs that follow from the state without the dynamics (state_slots) of
         y at time t [s], state x, inputs u, as `evaluate` gives them; udot (nv) is scratch."""
         state_outputs(self.system.ref, t, x, u, y, udot)
-        self._tips(y[None, :self.system.arrays.nq + self.system.arrays.nv], y[None, :], tip_start(self.system))
+        Xo, Y = y[None, :self.system.arrays.nq + self.system.arrays.nv], y[None, :]
+        self._tips(Xo, Y, tip_start(self.system))
+        self._gauges(Xo, Y, gauge_start(self.system))
 
     def _tips(self, Xo: np.ndarray, Y: np.ndarray, i: int) -> int:
         """Y[:, i:] = the tip deflections u = Phi eta - 1/2 (eta^T H eta) e_x of states Xo; returns
@@ -187,6 +192,13 @@ class Evaluator:
             Y[:, i] -= 0.5 * np.einsum("ki,ij,kj->k", eta, H, eta)
             i += 3
         return i
+
+    def _gauges(self, Xo: np.ndarray, Y: np.ndarray, i: int) -> None:
+        """Y[:, i:] = the strain-gauge and section-force signals of states Xo (rows times eta)."""
+        for g in self.gauges:
+            k, m = g.rows.shape
+            Y[:, i:i + k] = Xo[:, g.e0:g.e0 + m] @ g.rows.T
+            i += k
 
     def evaluate(self, t: np.ndarray, X: np.ndarray, U: np.ndarray, Y: np.ndarray) -> None:
         """Y[k] = y at time t[k] [s], state X[k] = [q; u], inputs U[k]. X is not changed; Y
@@ -219,7 +231,4 @@ class Evaluator:
             Y[:, i + 2:i + 5] = reaction[:, pos].sum(axis=1)
             Y[:, i + 5:i + 8] = reaction[:, ~pos].sum(axis=1)
             i += 8
-        for g in self.gauges:
-            k, m = g.rows.shape
-            Y[:, i:i + k] = Xo[:, g.e0:g.e0 + m] @ g.rows.T
-            i += k
+        self._gauges(Xo, Y, i)
