@@ -157,9 +157,6 @@ class Master:
             sinks[element][1].append(i)
         self._sinks = [(element, vrs, np.array(links)) for element, (vrs, links) in sinks.items()]
         self.sequence = self._sequence(assembly)
-        # Gauss-Seidel: per element in sequence, its input references and a reader of their sources
-        self._feeds = {element: (vrs, self._reader([self._sources[i] for i in links]))
-                       for element, vrs, links in self._sinks}
         self.t = 0.0
         try:
             for e in assembly.elements:
@@ -246,20 +243,41 @@ class Master:
         for element, vrs, links in self._sinks:
             self.slaves[element].setReal(vrs, values[links].tolist())
 
+    def _step(self, name: str, h: float) -> None:
+        try:
+            self.slaves[name].doStep(currentCommunicationPoint=self.t, communicationStepSize=h)
+        except Exception as err:   # fmpy raises FMICallException on any status but fmi2OK
+            why = {2: "refused (fmi2Discard)", 3: "failed (fmi2Error)",
+                   4: "failed fatally (fmi2Fatal)"}.get(getattr(err, "status", None), f"failed ({err})")
+            raise CosimError(f"{self.assembly.name}: element {name} {why} the step from t = {self.t:.9g} s; "
+                             "see its log") from err
+
     def _advance(self, h: float) -> None:
-        for name in self.sequence or self.slaves:
-            slave = self.slaves[name]
-            if self.sequence is not None and name in self._feeds:
-                vrs, read = self._feeds[name]
-                slave.setReal(vrs, read().tolist())
-            try:
-                slave.doStep(currentCommunicationPoint=self.t, communicationStepSize=h)
-            except Exception as err:   # fmpy raises FMICallException on any status but fmi2OK
-                why = {2: "refused (fmi2Discard)", 3: "failed (fmi2Error)",
-                       4: "failed fatally (fmi2Fatal)"}.get(getattr(err, "status", None), f"failed ({err})")
-                raise CosimError(f"{self.assembly.name}: element {name} {why} the step from t = {self.t:.9g} s; "
-                                 "see its log") from err
+        for name in self.slaves:
+            self._step(name, h)
         self.t += h
+
+    def _sequential(self, refs: list[tuple[str, int, str]]):
+        """A Gauss-Seidel step over `values` (the links' sources, then `refs`, as run() reads
+        them): each element in sequence gets its inputs from `values`, steps, and its entries of
+        `values` are read at once (no later element changes them within the step)."""
+        feeds = {element: (vrs, links) for element, vrs, links in self._sinks}
+        reads = {}
+        for i, (element, vr, _) in enumerate(self._sources + refs):
+            reads.setdefault(element, ([], []))
+            reads[element][0].append(vr)
+            reads[element][1].append(i)
+        plan = [(name, self.slaves[name], feeds.get(name), reads.get(name)) for name in self.sequence]
+
+        def step(values: np.ndarray, h: float) -> None:
+            for name, slave, feed, read in plan:
+                if feed is not None:
+                    slave.setReal(feed[0], values[feed[1]].tolist())
+                self._step(name, h)
+                if read is not None:
+                    values[read[1]] = slave.getReal(read[0])
+            self.t += h
+        return step
 
     def run(self, t_end: float, h: float, record: Sequence[str] | None = None,
             progress: bool = False) -> dict[str, np.ndarray]:
@@ -283,12 +301,17 @@ class Master:
         # would otherwise show the next step's input)
         read = self._reader(self._sources + refs)
         nl = len(self._sources)
-        out[0] = read()[nl:]
+        values = read()
+        out[0] = values[nl:]
+        sequential = None if self.sequence is None else self._sequential(refs)
         for k in steps:
-            self._advance(h)
-            values = read()
+            if sequential is None:
+                self._advance(h)
+                values = read()
+                self._exchange(values[:nl])
+            else:
+                sequential(values, h)
             out[k + 1] = values[nl:]
-            self._exchange(values[:nl])
         self.t = float(time[-1])
         return {"time": time, **{name: out[:, j] for j, name in enumerate(names)}}
 
