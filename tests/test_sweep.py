@@ -180,3 +180,90 @@ def test_step_metrics_of_a_second_order_response() -> None:
     envelope = -np.log(0.02 * np.sqrt(1 - z * z)) / (z * w)
     assert envelope - np.pi / wd < ts <= envelope
     assert settling_time(t, y, 0.0, 1.0, 0.0, 1e-12) == math.inf
+
+
+# ----------------------------------------------------------------------------- tuning
+
+def test_robust_measures_follow_their_definitions() -> None:
+    from flexmbs_fmu.sweep.tune import robust_value
+    v = [0.5, 3.0, 1.0, 2.0, 4.0]
+    assert robust_value(v, "worst") == 4.0
+    assert robust_value(v, "mean") == pytest.approx(2.1)
+    assert robust_value(v, "cvar", 0.4) == pytest.approx(3.5)        # the 2 largest of 5
+    assert robust_value(v, "cvar", 0.1) == 4.0                       # ceil(0.5) = 1 value
+    with pytest.raises(ValueError, match="expected one of worst, cvar, mean"):
+        robust_value(v, "median")
+
+
+def test_robust_tuning_improves_on_its_start_and_resumes(study, engine, tmp_path) -> None:
+    from flexmbs_fmu.sweep.tune import Gain, tune
+    scenarios = [{"arm.payload": 0.35}, {"arm.payload": 0.65}]
+    gains = [Gain("c_elbow.kd", 3.0, 40.0)]
+    kwargs = dict(start={"c_elbow.kd": 11.4}, measure="worst", popsize=5, maxiter=1, seed=2, progress=False)
+    res = tune(engine, study, gains, scenarios, tmp_path, **kwargs)
+    assert res.value <= res.start_value
+    # the worst case over the scenarios, recomputed here on fresh instances, is the reported value
+    digest = study.digest()
+    by_hand = [evaluate(study, digest, {**res.gains, **s}, fresh=True)["objective"] for s in scenarios]
+    assert res.value == max(by_hand) and res.check_value == res.value and res.check == by_hand
+    start = [evaluate(study, digest, {"c_elbow.kd": 11.4, **s}, fresh=True)["objective"] for s in scenarios]
+    assert res.start_value == max(start)
+    lines = (tmp_path / "tune_rows.csv").read_text().count("\n")
+    assert lines == 1 + len(scenarios) * res.evaluations      # a row per candidate and scenario
+    again = tune(engine, study, gains, scenarios, tmp_path, **kwargs)
+    assert (tmp_path / "tune_rows.csv").read_text().count("\n") == lines      # nothing rerun
+    assert again.gains == res.gains and again.value == res.value
+
+
+# ----------------------------------------------------------------------------- command line
+
+SPEC = """
+servo:
+  model: huang_two_link
+  fmus: {fmus}
+  axes:
+    - {{joint: shoulder, move: [0.0, 1.2], inertia_parameter: shoulder_inertia, inertia_base: 0.04862,
+       controller: {{kp: 200.0, kd: 0.68, ki: 10.0}}, motor: {{ratio: 60.0}}}}
+    - {{joint: elbow, move: [0.0, 0.6], inertia_parameter: elbow_inertia,
+       controller: {{kp: 39.0, kd: 11.4, ki: 100.0}}, motor: {{ratio: 60.0}}}}
+  plant: {{solver.rtol: 1.0e-6}}
+  vibration: ["link2.tip_deflection[2]"]
+  t_start: 0.05
+  duration: 0.2
+  stop_time: 0.3
+  step_size: 5.0e-4
+design:
+  kind: grid
+  parameters:
+    arm.payload: {{values: [0.9, 1.1], relative: true}}
+    c_elbow.kd: {{values: [10.0, 13.0]}}
+output: out
+plots: {{worst: 1}}
+"""
+
+
+def test_sweep_command_writes_table_and_plots(study, tmp_path) -> None:
+    from click.testing import CliRunner
+    from flexmbs.cli import main
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(SPEC.format(fmus=study.fmu_dir))
+    res = CliRunner().invoke(main, ["sweep", str(spec), "--workers", "2", "--no-progress"])
+    assert res.exit_code == 0, res.output
+    import pandas as pd
+    df = pd.read_parquet(tmp_path / "out" / "rows.parquet")
+    assert list(df["status"]) == ["ok"] * 4
+    assert sorted(zip(df["arm.payload"], df["c_elbow.kd"])) == [(0.45, 10.0), (0.45, 13.0), (0.55, 10.0), (0.55, 13.0)]
+    for name in ("map_objective.png", "distributions.png", "worst.png"):
+        assert (tmp_path / "out" / name).stat().st_size > 1000
+
+
+def test_bad_spec_is_a_clean_error(study, tmp_path) -> None:
+    from click.testing import CliRunner
+    from flexmbs.cli import main
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(SPEC.format(fmus=study.fmu_dir).replace("kind: grid", "kind: gird"))
+    res = CliRunner().invoke(main, ["sweep", str(spec), "--no-progress"])
+    assert res.exit_code == 1 and "design kind 'gird' (did you mean 'grid'?)" in res.output, res.output
+    spec.write_text(SPEC.format(fmus=study.fmu_dir).replace("step_size:", "step_sise:"))
+    res = CliRunner().invoke(main, ["sweep", str(spec), "--no-progress"])
+    assert res.exit_code == 1 and "unknown entry 'step_sise' (did you mean 'step_size'?)" in res.output, res.output

@@ -6,7 +6,8 @@ A parameter is named `<element>.<variable>` as in the co-simulation (`arm.payloa
 - `values: [a, b, ...]`, or `low`, `high` and `num` (evenly spaced): for a `grid` (every
   combination);
 - `low`, `high`: for a `lhs` (Latin hypercube, scipy.stats.qmc.LatinHypercube) or a
-  `monte_carlo` design (uniform between them);
+  `monte_carlo` design (uniform between them); Latin hypercube: McKay et al. 1979
+  (docs/references.md);
 - `distribution: NAME` with that scipy.stats distribution's keyword arguments under `args`
   (e.g. `{distribution: norm, args: {loc: 1, scale: 0.1}}`): for a `monte_carlo` design;
 - `relative: true`: the numbers above are factors of the nominal value (the design's own value

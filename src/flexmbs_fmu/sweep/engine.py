@@ -67,13 +67,39 @@ class Study:
                           default=str)
         return hashlib.sha256(text.encode()).hexdigest()
 
+    def build_missing(self) -> list[Path]:
+        """Build the FMUs of the study that are not in fmu_dir yet (the plant from its model,
+        the blocks by name); returns the paths built. Done once on the client: the workers
+        load them from that folder (shared by every worker of a LocalCluster; on a cluster of
+        several machines the folder must be reachable at the same path on each)."""
+        from ..build import COMPONENTS, build, build_component
+
+        built = []
+        for e in self.assembly().elements:
+            fmu = Path(e.fmu)
+            if fmu.is_file():
+                continue
+            if fmu.stem in COMPONENTS:
+                built.append(build_component(fmu.stem, fmu.parent).path)
+            else:
+                built.append(build(self.design.model, fmu.parent).path)
+        return built
+
     def columns(self) -> list[str]:
         return metric_names(self.design)
 
     def nominal(self) -> dict[str, float]:
-        """The design's value of every parameter its assembly sets, by `<element>.<variable>`."""
-        return {f"{e.name}.{k}": v for e in self.assembly().elements for k, v in e.parameters.items()
-                if isinstance(v, (int, float))}
+        """The nominal value of every Real parameter by `<element>.<variable>`: the design's
+        (what its assembly sets), else the FMU's start value."""
+        from fmpy import read_model_description
+
+        out: dict[str, float] = {}
+        for e in self.assembly().elements:
+            for v in read_model_description(str(e.fmu), validate=False).modelVariables:
+                if v.causality == "parameter" and v.type == "Real" and v.start is not None:
+                    out[f"{e.name}.{v.name}"] = float(v.start)
+            out.update({f"{e.name}.{k}": float(v) for k, v in e.parameters.items() if isinstance(v, (int, float))})
+        return out
 
     def check(self, names: Iterable[str]) -> None:
         """KeyError naming the first parameter that no FMU of the study has as a parameter (with
@@ -203,7 +229,7 @@ class Engine:
             self.client = Client(scheduler)
         else:
             self.cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                        dashboard_address=None)
+                                        dashboard_address=":0")
             self.client = Client(self.cluster)
 
     def close(self) -> None:
