@@ -69,16 +69,19 @@ def test_sweep_matches_serial_loop_and_survives_a_killed_worker(study, engine, t
     killed = []
 
     def kill_one(row) -> None:
-        if not killed:   # after the first row, while the other tasks run or wait
-            victim = sorted(engine.client.scheduler_info()["workers"])[0]
-            killed.append(victim)
+        if not killed:   # after the first row: a worker that is running a task dies (SIGKILL)
+            busy = {w: keys for w, keys in engine.client.processing().items() if keys}
+            victim = sorted(busy)[0]
             pid = engine.client.run(os.getpid, workers=[victim])[victim]
             os.kill(pid, signal.SIGKILL)
+            killed.append((victim, [str(k) for k in busy[victim]]))
 
     df = sweep(engine, study, sets, tmp_path, progress=False, on_row=kill_one)
-    assert killed and killed[0] not in engine.client.scheduler_info()["workers"]
-    assert killed[0] in before
+    victim, running = killed[0]
+    assert victim in before and victim not in engine.client.scheduler_info()["workers"]
     assert list(df["status"]) == ["ok"] * len(sets), df["message"].tolist()
+    # the tasks the dead worker was running were rerun elsewhere: their rows are there
+    assert running and {k.removeprefix("flexmbs-run-") for k in running} <= set(df["key"])
     ref = serial(study, sets)
     assert [r["status"] for r in ref] == ["ok"] * len(sets)
     # bit-identical: reused instances (fmi2Reset) on workers vs fresh ones here

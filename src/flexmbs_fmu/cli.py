@@ -96,14 +96,14 @@ def sweep_command(spec_file: str, scheduler: str | None, workers: int | None, ou
     click.echo(f"{len(spec.sets)} runs of {spec.study.design.model.stem} -> {out}")
     with Engine(scheduler, workers) as engine:
         n_workers = len(engine.client.scheduler_info()["workers"])
+        new: list[str] = []
         start = time.perf_counter()
-        df = sweep(engine, spec.study, spec.sets, out, progress=progress)
+        df = sweep(engine, spec.study, spec.sets, out, progress=progress, on_row=lambda row: new.append(row["key"]))
         wall = time.perf_counter() - start
         counts = df["status"].value_counts().to_dict()
-        new = int((df["wall_s"] > 0).sum())
-        click.echo(f"rows: {', '.join(f'{n} {s}' for s, n in counts.items())}; {wall:.1f} s wall on {n_workers} "
-                   f"workers ({60 * len(spec.sets) / max(wall, 1e-9):.1f} runs/min including rows resumed; "
-                   f"{new} rows in the table)")
+        click.echo(f"rows: {', '.join(f'{n} {s}' for s, n in counts.items())} ({len(df) - len(new)} from an "
+                   f"earlier run); {len(new)} runs in {wall:.1f} s on {n_workers} workers "
+                   f"({60 * len(new) / max(wall, 1e-9):.1f} runs/min)")
         for row in df[df["status"] != "ok"].head(5).itertuples():
             click.echo(f"  run {row.run} {row.status}: {row.message}")
         click.echo(f"wrote {out / 'rows.csv'}, {out / 'rows.parquet'}")
