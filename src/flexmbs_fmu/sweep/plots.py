@@ -35,10 +35,10 @@ def metric_map(df, x: str, y: str, metric: str, path: str | Path) -> Path:
     fig.colorbar(sc, ax=ax, label=_label(metric))
     if (~ok).any():
         ax.scatter(df.loc[~ok, x], df.loc[~ok, y], marker="x", color="k", label="failed run")
-        ax.legend()
-    worst = df[ok][metric].idxmax() if ok.any() else None
-    if worst is not None:
+    if ok.any():
+        worst = df[ok][metric].idxmax()
         ax.scatter([df[x][worst]], [df[y][worst]], s=160, facecolors="none", edgecolors="r", label="worst")
+    ax.legend()
     ax.set_xlabel(x)
     ax.set_ylabel(y)
     ax.set_title(f"{metric} over {x} and {y} ({int(ok.sum())} of {len(df)} runs finished)")
