@@ -270,3 +270,28 @@ def test_bad_spec_is_a_clean_error(study, tmp_path) -> None:
     spec.write_text(SPEC.format(fmus=study.fmu_dir).replace("step_size:", "step_sise:"))
     res = CliRunner().invoke(main, ["sweep", str(spec), "--no-progress"])
     assert res.exit_code == 1 and "unknown entry 'step_sise' (did you mean 'step_size'?)" in res.output, res.output
+
+
+def test_tune_command_writes_best_gains(study, tmp_path) -> None:
+    import yaml
+    from click.testing import CliRunner
+    from flexmbs.cli import main
+    spec = tmp_path / "tune.yaml"
+    text = SPEC.format(fmus=study.fmu_dir).split("design:")[0]
+    text += """tune:
+  gains: {c_elbow.kd: {low: 5.0, high: 20.0}}
+  uncertainty: {kind: grid, parameters: {arm.payload: {values: [0.8, 1.2], relative: true}}}
+  measure: cvar
+  alpha: 0.5
+  popsize: 5
+  maxiter: 0
+  seed: 1
+output: out
+"""
+    spec.write_text(text)
+    res = CliRunner().invoke(main, ["tune", str(spec), "--workers", "2", "--no-progress"])
+    assert res.exit_code == 0, res.output
+    best = yaml.safe_load((tmp_path / "out" / "best_gains.yaml").read_text())
+    assert 5.0 <= best["gains"]["c_elbow.kd"] <= 20.0
+    assert best["value"] <= best["start_value"] and best["check_value"] == best["value"]
+    assert best["measure"] == "cvar"
