@@ -94,9 +94,12 @@ def test_sweep_matches_serial_loop_and_survives_a_killed_worker(study, engine, t
 
 
 def test_diverging_run_is_a_row_with_its_error(study, engine, tmp_path) -> None:
+    """Also: a second client on the running cluster by its scheduler's address (--scheduler)."""
     sets = [{"c_elbow.kd": 11.4, "c_elbow.u_max": 24.0, "c_elbow.u_min": -24.0}, DIVERGING,
             {"c_elbow.kd": 12.0, "c_elbow.u_max": 24.0, "c_elbow.u_min": -24.0}]
-    df = sweep(engine, study, sets, tmp_path, progress=False)
+    with Engine(scheduler=engine.cluster.scheduler_address) as remote:
+        assert remote.cluster is None
+        df = sweep(remote, study, sets, tmp_path, progress=False)
     assert list(df["status"]) == ["ok", "diverged", "ok"]
     msg = df["message"][1]
     assert "element arm" in msg and "diverged" in msg, msg
