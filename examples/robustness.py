@@ -87,11 +87,12 @@ def main(argv: list[str] | None = None) -> int:
               f"{rates[2]:.1f} runs/min, speed-up {rates[2] / rates[1]:.2f}")
 
     with Engine(args.scheduler, args.workers) as engine:
+        new: list[str] = []
         t0 = time.perf_counter()
-        before = sweep(engine, study, sets, args.out / "demo_gains")
+        before = sweep(engine, study, sets, args.out / "demo_gains", on_row=lambda row: new.append(row["key"]))
         wall = time.perf_counter() - t0
-        print(f"demo gains: {len(sets)} runs in {wall:.0f} s ({60 * len(sets) / wall:.1f} runs/min on "
-              f"{len(engine.client.scheduler_info()['workers'])} workers, resumed rows included)")
+        print(f"demo gains: {len(sets)} runs, {len(new)} run now in {wall:.0f} s ({60 * len(new) / wall:.1f} runs/min "
+              f"on {len(engine.client.scheduler_info()['workers'])} workers), the others from an earlier run's table")
         worst_before = before.loc[before["objective"].idxmax()]
         print(f"  worst case: objective {worst_before['objective']:.5g} at payload {worst_before['arm.payload']:.3f} kg, "
               f"E {worst_before['arm.link2_E'] / 1e9:.1f} GPa; failed runs: {int((before['status'] != 'ok').sum())}")
