@@ -1,11 +1,12 @@
-"""Command line: `flexmbs simulate | animate | modes | check | models` (and `build`, registered
-by the FMU layer flexmbs_fmu through the `flexmbs.commands` entry point).
+"""Command line: `flexmbs simulate | animate | modes | linearize | check | models` (and `build`,
+`sweep`, `tune`, registered by the FMU layer flexmbs_fmu through the `flexmbs.commands` entry point).
 
     flexmbs models
     flexmbs check huang_two_link
     flexmbs simulate huang_two_link --t-end 5 --out run.csv --plot run.png
     flexmbs animate huang_two_link --t-end 5 -o run.html
     flexmbs modes spin_up_beam --n 4 --spin hub=6
+    flexmbs linearize huang_two_link_rigid --inputs elbow.tau --outputs elbow.q -o lin.mat
 
 Every user error (an invalid or missing model file, a failed integration, an unknown signal
 name) is printed to stderr as one clear message and the command exits with status 1; pass
@@ -341,6 +342,49 @@ def modes_command(model_file: str, n_modes: int, spin: Sequence[str]) -> None:
         click.echo(f"{k + 1:>4}  {f:>12.6g}  {2 * np.pi * f:>14.6g}  {zt:>9}{dom}{note}")
     if freqs.size < n_modes:
         click.echo(f"(the model has only {freqs.size} modes)")
+
+
+# ------------------------------------------------------------------------------ linearize
+
+def _names(text: Optional[str], option: str) -> Optional[list[str]]:
+    if text is None:
+        return None
+    names = [s.strip() for s in text.split(",") if s.strip()]
+    if not names:
+        raise click.BadParameter("expected a comma-separated list of names", param_hint=option)
+    return names
+
+
+@main.command("linearize")
+@click.argument("model_file", metavar="MODEL")
+@click.option("--inputs", "inputs_text", default=None, metavar="A,B,...",
+              help="The inputs of the linear model, in this order (default: every input of MODEL).")
+@click.option("--outputs", "outputs_text", default=None, metavar="A,B,...",
+              help="The outputs, e.g. elbow.q,link2.tip_deflection[2] (default: every free joint coordinate).")
+@click.option("--input", "input_values", multiple=True, metavar="NAME=VALUE",
+              help="Value of an input at the reference (default: its default; repeatable).")
+@click.option("--t", "t_ref", type=float, default=0.0, show_default=True, help="Time of the reference [s].")
+@click.option("-o", "--out", "out_path", type=click.Path(dir_okay=False), required=True,
+              help="Write A, B, C, D with state, input and output names to this .npz or .mat file.")
+@_user_errors
+def linearize_command(model_file: str, inputs_text: Optional[str], outputs_text: Optional[str],
+                      input_values: Sequence[str], t_ref: float, out_path: str) -> None:
+    """Linearize MODEL about its initial state (flexmbs.linearize) and write the matrices."""
+    from .linearize import linearize
+
+    if not out_path.endswith((".npz", ".mat")):
+        raise click.BadParameter(f"{out_path}: the name must end in .npz or .mat", param_hint="-o/--out")
+    values = _parse_pairs(input_values, "NAME=VALUE", "elbow.tau=0.5", "--input") or None
+    lin = linearize(_load(model_file), t=t_ref, inputs=values, outputs=_names(outputs_text, "--outputs"))
+    lin = lin.select(_names(inputs_text, "--inputs"))
+    lin.save(out_path)
+    lam = lin.eigs()
+    click.echo(f"{lin.A.shape[0]} states, {len(lin.input_names)} inputs ({', '.join(lin.input_names) or 'none'}), "
+               f"{len(lin.output_names)} outputs ({', '.join(lin.output_names)}); t = {_fmt(t_ref)} s")
+    if lam.size:
+        click.echo(f"eigenvalues [1/s], smallest first: {', '.join(f'{z:.4g}' for z in lam[:6])}"
+                   + (" ..." if lam.size > 6 else ""))
+    click.echo(f"wrote {out_path}")
 
 
 # ------------------------------------------------------------------------------ check

@@ -432,6 +432,59 @@ class LinearSystem:
             D = np.zeros((self.C.shape[0], 1))
         return StateSpace(self.A, B, self.C, D)
 
+    def control_names(self) -> dict[str, str]:
+        """Our signal name -> the name python-control accepts, for every state, input and output:
+        '.' becomes '_' and an index '[i]' becomes '_i' (python-control refuses dots, and reads
+        brackets as index ranges when systems are interconnected), e.g. 'link2.tip_deflection[2]'
+        -> 'link2_tip_deflection_2'. The map is one-to-one (ValueError naming the two names
+        otherwise), so inverting it gives our names back."""
+        out: dict[str, str] = {}
+        taken: dict[str, str] = {}
+        for name in dict.fromkeys([*self.state_names, *self.input_names, *self.output_names]):
+            mapped = name.replace(".", "_").replace("[", "_").replace("]", "")
+            if mapped in taken:
+                raise ValueError(f"to_control: {taken[mapped]!r} and {name!r} both map to the python-control "
+                                 f"name {mapped!r}; rename one of them in the model")
+            taken[mapped] = name
+            out[name] = mapped
+        return out
+
+    def select(self, inputs: Sequence[str] | None = None) -> LinearSystem:
+        """A copy with only the named inputs (columns of B and D, entries of u0), in that order;
+        an unknown name raises KeyError with the closest names."""
+        if inputs is None:
+            return self
+        index = {n: i for i, n in enumerate(self.input_names)}
+        cols = [lookup(index, n, "input") for n in inputs]
+        return LinearSystem(self.A, self.B[:, cols], self.C, self.D[:, cols], list(self.state_names), list(inputs),
+                            list(self.output_names), self.t, self.x0, self.u0[cols], self.y0)
+
+    def to_control(self):
+        """python-control StateSpace (A, B, C, D) with the states, inputs and outputs named by
+        `control_names()` (our names with '.' -> '_' and '[i]' -> '_i')."""
+        import control
+
+        names = self.control_names()
+        return control.ss(self.A, self.B, self.C, self.D, states=[names[n] for n in self.state_names],
+                          inputs=[names[n] for n in self.input_names],
+                          outputs=[names[n] for n in self.output_names])
+
+    def save(self, path: str) -> None:
+        """Write A, B, C, D, the names (state_names, input_names, output_names) and the
+        reference (t, x0, u0, y0) to a .npz (numpy) or .mat (MATLAB, scipy.io.savemat: the
+        names as cell arrays of strings) file, chosen by the suffix."""
+        data = {"A": self.A, "B": self.B, "C": self.C, "D": self.D, "t": self.t, "x0": self.x0, "u0": self.u0,
+                "y0": self.y0, "state_names": np.array(self.state_names, dtype=object),
+                "input_names": np.array(self.input_names, dtype=object),
+                "output_names": np.array(self.output_names, dtype=object)}
+        if str(path).endswith(".mat"):
+            from scipy.io import savemat
+            savemat(path, data)
+        elif str(path).endswith(".npz"):
+            np.savez(path, **{k: np.array(v, dtype=str) if k.endswith("_names") else v for k, v in data.items()})
+        else:
+            raise ValueError(f"{path}: expected a file name ending in .npz or .mat")
+
 
 def linearize(model_or_system: Model | System, *, t: float = 0.0, x: np.ndarray | None = None,
               inputs=None, outputs: Sequence[str] | None = None,

@@ -1,9 +1,10 @@
-"""`flexmbs build`: the FMU layer's command, registered with the core's command line through
+"""`flexmbs build`, `flexmbs sweep`, `flexmbs tune`: the FMU layer's commands, registered with the core's command line through
 the `flexmbs.commands` entry point (so the core never imports the FMU layer)."""
 
 from __future__ import annotations
 
-from typing import Sequence
+from pathlib import Path
+from typing import Callable, Sequence
 
 import click
 
@@ -48,3 +49,103 @@ def build_command(model_files: Sequence[str], build_all: bool, blocks: Sequence[
                    f"{built.n_outputs} outputs; {check}")
     if failed:
         raise click.ClickException(f"{failed} of {len(jobs)} FMUs failed")
+
+
+# ------------------------------------------------------------------------------ design studies
+
+def _engine_options(command: Callable) -> Callable:
+    """--scheduler, --workers, -o and --progress of sweep and tune."""
+    command = click.option("--progress/--no-progress", default=True, show_default=True,
+                           help="Show a progress bar.")(command)
+    command = click.option("-o", "--out", "out_dir", default=None, type=click.Path(file_okay=False),
+                           help="Output folder (default: the spec's `output`, else out/<spec name>).")(command)
+    command = click.option("--workers", type=click.IntRange(min=1), default=None,
+                           help="Worker processes of the local cluster (default: the machine's cores).")(command)
+    return click.option("--scheduler", default=None, metavar="ADDRESS",
+                        help="Run on the Dask scheduler at ADDRESS (e.g. tcp://10.0.0.5:8786) instead of a new "
+                             "local cluster; its workers must see the FMU folder at the same path.")(command)
+
+
+def _prepare(spec_file: str, command: str, out_dir: str | None):
+    from .sweep.spec import load_spec
+
+    spec = load_spec(spec_file, command)
+    if out_dir:
+        spec.output = Path(out_dir)
+    for path in spec.study.build_missing():
+        click.echo(f"built {path}")
+    return spec
+
+
+@click.command("sweep")
+@click.argument("spec_file", metavar="SPEC.yaml", type=click.Path(exists=True, dir_okay=False))
+@_engine_options
+@_user_errors
+def sweep_command(spec_file: str, scheduler: str | None, workers: int | None, out_dir: str | None,
+                  progress: bool) -> None:
+    """Run the design of experiments of SPEC.yaml (docs/design-studies.md) on a Dask cluster:
+    one row per run in OUT/rows.csv and rows.parquet, plots in OUT. A rerun skips the rows
+    already in OUT/rows.csv; Ctrl-C keeps the rows written."""
+    import time
+
+    from .sweep import Engine, sweep
+    from .sweep.plots import distributions, metric_map, worst_series
+
+    spec = _prepare(spec_file, "sweep", out_dir)
+    out = spec.output
+    click.echo(f"{len(spec.sets)} runs of {spec.study.design.model.stem} -> {out}")
+    with Engine(scheduler, workers) as engine:
+        n_workers = len(engine.client.scheduler_info()["workers"])
+        new: list[str] = []
+        start = time.perf_counter()
+        df = sweep(engine, spec.study, spec.sets, out, progress=progress, on_row=lambda row: new.append(row["key"]))
+        wall = time.perf_counter() - start
+        counts = df["status"].value_counts().to_dict()
+        click.echo(f"rows: {', '.join(f'{n} {s}' for s, n in counts.items())} ({len(df) - len(new)} from an "
+                   f"earlier run); {len(new)} runs in {wall:.1f} s on {n_workers} workers "
+                   f"({60 * len(new) / max(wall, 1e-9):.1f} runs/min)")
+        for row in df[df["status"] != "ok"].head(5).itertuples():
+            click.echo(f"  run {row.run} {row.status}: {row.message}")
+        click.echo(f"wrote {out / 'rows.csv'}, {out / 'rows.parquet'}")
+        ok = df[df["status"] == "ok"]
+        if len(ok):
+            p = spec.plots
+            if len(p.map) == 2:
+                for m in p.metrics:
+                    click.echo(f"wrote {metric_map(df, p.map[0], p.map[1], m, out / f'map_{m}.png')}")
+            click.echo(f"wrote {distributions(df, p.metrics, out / 'distributions.png')}")
+            if p.worst:
+                click.echo(f"wrote {worst_series(engine, spec.study, df, p.worst_metric, p.worst, out / 'worst.png')}")
+
+
+@click.command("tune")
+@click.argument("spec_file", metavar="SPEC.yaml", type=click.Path(exists=True, dir_okay=False))
+@_engine_options
+@_user_errors
+def tune_command(spec_file: str, scheduler: str | None, workers: int | None, out_dir: str | None,
+                 progress: bool) -> None:
+    """Tune the gains of SPEC.yaml robustly (differential evolution against its uncertainty set,
+    docs/design-studies.md) on a Dask cluster; every run is a row of OUT/tune_rows.csv (a rerun
+    resumes), the best gains go to OUT/best_gains.yaml after a re-check in fresh FMU instances."""
+    import yaml
+
+    from .sweep import Engine
+    from .sweep.tune import tune
+
+    spec = _prepare(spec_file, "tune", out_dir)
+    out = spec.output
+    t = spec.tune
+    click.echo(f"tuning {', '.join(g.name for g in spec.gains)} against {len(spec.sets)} scenarios "
+               f"({t['measure']} {t['metric']}) -> {out}")
+    with Engine(scheduler, workers) as engine:
+        res = tune(engine, spec.study, spec.gains, spec.sets, out, start=spec.start or None, progress=progress, **t)
+    if res.start_value is not None:
+        click.echo(f"start gains: {t['measure']} {t['metric']} {res.start_value:.6g}")
+    click.echo(f"best gains after {res.generations + 1} generations ({res.evaluations} candidates): "
+               + ", ".join(f"{k} {v:.6g}" for k, v in res.gains.items()))
+    click.echo(f"  {t['measure']} {t['metric']} {res.value:.6g}; re-run in fresh instances {res.check_value:.6g}")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "best_gains.yaml").write_text(yaml.safe_dump(
+        {"gains": res.gains, "value": res.value, "start_value": res.start_value, "check_value": res.check_value,
+         "measure": t["measure"], "metric": t["metric"]}, sort_keys=False))
+    click.echo(f"wrote {out / 'tune_rows.csv'}, {out / 'best_gains.yaml'}")

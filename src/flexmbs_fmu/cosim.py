@@ -15,7 +15,7 @@ Variables are named `<element>.<variable>` (the element name has no dot, the var
 from __future__ import annotations
 
 import shutil
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -202,12 +202,19 @@ class Master:
         element, vr, _ = self._ref(path)
         return self.slaves[element].getReal([vr])[0]
 
-    def initialize(self, start_time: float = 0.0) -> None:
-        """Set the parameters, end initialisation of every FMU, apply the connections once."""
+    def initialize(self, start_time: float = 0.0, parameters: Mapping[str, float | str] | None = None) -> None:
+        """Set the parameters, end initialisation of every FMU, apply the connections once.
+        parameters: values by `<element>.<variable>` that replace or add to the Assembly's for
+        this initialisation only (a design study after `reset()`)."""
+        overrides: dict[str, dict[str, float | str]] = {}
+        for path, value in (parameters or {}).items():
+            self._ref(path)
+            element, name = split(path)
+            overrides.setdefault(element, {})[name] = value
         for e in self.assembly.elements:
             slave = self.slaves[e.name]
             slave.setupExperiment(startTime=start_time)
-            for name, value in e.parameters.items():
+            for name, value in {**e.parameters, **overrides.get(e.name, {})}.items():
                 self.set(f"{e.name}.{name}", value)
             slave.enterInitializationMode()
             slave.exitInitializationMode()

@@ -1,0 +1,367 @@
+"""The sweep engine: runs of a servo design (one parameter set each) on a Dask cluster, written
+row by row to a table on disk.
+
+- `Study`: the servo design, the folder of its FMUs and the settling band; what every task of a
+  sweep shares. `Study.check(names)` refuses unknown parameter names before anything runs.
+- `evaluate(study, params)`: one run -> one row, on a worker. Each worker process keeps its FMU
+  instances (a `Master` per study and thread, module-level cache) and reuses them through
+  fmi2Reset: a task carries only its parameter set. A run the FMUs refuse (a diverged solver) is
+  a row with status `diverged` and the FMU's message; a parameter an FMU refuses is `error`.
+- `Engine`: the Dask client, a LocalCluster (one thread per worker process) or an existing
+  scheduler by address.
+- `run_rows(...)`: submits the parameter sets not yet in the table, appends each row to the CSV
+  as its future completes (as_completed), and returns the rows in design order. A worker that
+  dies has its tasks rerun by Dask on another worker; a task that kills workers repeatedly
+  (Dask's allowed-failures) becomes a row with status `lost`. Ctrl-C cancels what is left and
+  keeps the rows written.
+- `Table`: the CSV of rows, keyed by a hash of the study and the parameter set; a rerun skips the
+  keys already there (status `lost` rows are retried).
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from flexmbs.names import did_you_mean
+
+from ..cosim import CosimError, Master, split
+from ..servo import ServoDesign, assembly
+from .metrics import metric_names, servo_metrics
+
+OK, DIVERGED, ERROR, LOST = "ok", "diverged", "error", "lost"
+# statuses a rerun keeps: the same parameter set gives the same outcome
+FINAL = (OK, DIVERGED, ERROR)
+
+
+@dataclass(frozen=True)
+class Study:
+    """What the runs of a sweep share: the servo design (its parameters are the nominal ones a
+    parameter set overrides), the folder of its FMUs, and the settling band (fraction of the
+    move) of the settling-time metric."""
+
+    design: ServoDesign
+    fmu_dir: Path
+    band: float = 0.02
+
+    def assembly(self):
+        return assembly(self.design, self.fmu_dir)
+
+    def digest(self) -> str:
+        """A hash of the design, the band and the FMUs' GUIDs (not their folder): rows of an
+        unchanged study keep their keys."""
+        from fmpy import read_model_description
+
+        asm = self.assembly()
+        guids = {e.name: read_model_description(str(e.fmu), validate=False).guid for e in asm.elements}
+        text = json.dumps({"design": asdict(self.design), "band": self.band, "guids": guids}, sort_keys=True,
+                          default=str)
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def build_missing(self) -> list[Path]:
+        """Build the FMUs of the study that are not in fmu_dir yet (the plant from its model,
+        the blocks by name); returns the paths built. Done once on the client: the workers
+        load them from that folder (shared by every worker of a LocalCluster; on a cluster of
+        several machines the folder must be reachable at the same path on each)."""
+        from ..build import COMPONENTS, build, build_component
+
+        built = []
+        for e in self.assembly().elements:
+            fmu = Path(e.fmu)
+            if fmu.is_file():
+                continue
+            if fmu.stem in COMPONENTS:
+                built.append(build_component(fmu.stem, fmu.parent).path)
+            else:
+                built.append(build(self.design.model, fmu.parent).path)
+        return built
+
+    def columns(self) -> list[str]:
+        return metric_names(self.design)
+
+    def nominal(self) -> dict[str, float]:
+        """The nominal value of every Real parameter by `<element>.<variable>`: the design's
+        (what its assembly sets), else the FMU's start value."""
+        from fmpy import read_model_description
+
+        out: dict[str, float] = {}
+        for e in self.assembly().elements:
+            for v in read_model_description(str(e.fmu), validate=False).modelVariables:
+                if v.causality == "parameter" and v.type == "Real" and v.start is not None:
+                    out[f"{e.name}.{v.name}"] = float(v.start)
+            out.update({f"{e.name}.{k}": float(v) for k, v in e.parameters.items() if isinstance(v, (int, float))})
+        return out
+
+    def check(self, names: Iterable[str]) -> None:
+        """KeyError naming the first parameter that no FMU of the study has as a parameter (with
+        the closest names)."""
+        from fmpy import read_model_description
+
+        asm = self.assembly()
+        known: dict[str, str] = {}
+        for e in asm.elements:
+            if not Path(e.fmu).is_file():
+                raise FileNotFoundError(f"element {e.name}: no FMU file {e.fmu}")
+            for v in read_model_description(str(e.fmu), validate=False).modelVariables:
+                known[f"{e.name}.{v.name}"] = v.causality
+        params = [n for n, c in known.items() if c == "parameter"]
+        for name in names:
+            if known.get(name) != "parameter":
+                what = f"is an {known[name]}, not a parameter" if name in known else "is not a variable of the system"
+                raise KeyError(f"parameter {name!r} {what}{did_you_mean(name, params, n=3)}")
+
+
+def row_key(digest: str, params: Mapping[str, float]) -> str:
+    """The key of a row: a hash of the study's digest and the parameter set (values by repr, so
+    exactly equal numbers give the same key)."""
+    text = json.dumps([digest, sorted((k, repr(float(v))) for k, v in params.items())])
+    return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+# ----------------------------------------------------------------------------- on a worker
+
+_MASTERS: dict[tuple[str, int], Master] = {}
+_LOCK = threading.Lock()
+
+
+def _master(study: Study, digest: str) -> Master:
+    """This process's and thread's instances of the study (built on first use)."""
+    key = (digest, threading.get_ident())
+    with _LOCK:
+        master = _MASTERS.get(key)
+    if master is None:
+        master = Master(study.assembly())
+        with _LOCK:
+            _MASTERS[key] = master
+    return master
+
+
+def _drop(digest: str) -> None:
+    """Free this thread's instances after a failure: the next run builds fresh ones."""
+    with _LOCK:
+        master = _MASTERS.pop((digest, threading.get_ident()), None)
+    if master is not None:
+        master.free()
+
+
+def _one_line(err: BaseException) -> str:
+    return " | ".join(line.strip() for line in str(err).splitlines() if line.strip()) or type(err).__name__
+
+
+class _FMULog(logging.Handler):
+    """The warnings and errors our FMUs log through Python logging (logger `flexmbs.fmu.<instance>`)
+    while attached: the reason behind a refused step, for the row's message."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+        self.logger = logging.getLogger("flexmbs.fmu")
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(f"{record.name.rpartition('.')[2]}: {record.getMessage()}")
+
+    def __enter__(self) -> _FMULog:
+        self.logger.addHandler(self)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.logger.removeHandler(self)
+
+
+def simulate(study: Study, params: Mapping[str, float], master: Master | None = None,
+             digest: str = "") -> dict[str, np.ndarray]:
+    """The recorded signals of one run with `params` overriding the design's parameters, on
+    `master` (reset first) or on this worker's cached instances of the study."""
+    m = _master(study, digest or study.digest()) if master is None else master
+    m.reset()
+    m.initialize(parameters=params)
+    return m.run(study.design.stop_time, study.design.step_size)
+
+
+def evaluate(study: Study, digest: str, params: Mapping[str, float], fresh: bool = False) -> dict[str, object]:
+    """One run -> its row (metrics, status, message, wall_s). fresh: on new FMU instances, freed
+    afterwards, instead of the worker's cached ones."""
+    start = time.perf_counter()
+    row: dict[str, object] = dict.fromkeys(study.columns(), float("nan"))
+    master = None
+    with _FMULog() as log:
+        try:
+            master = Master(study.assembly()) if fresh else _master(study, digest)
+            run = simulate(study, params, master)
+            row.update(servo_metrics(run, study.design, study.band))
+            bad = [name for name, v in run.items() if not np.all(np.isfinite(v))]
+            status, message = (OK, "") if not bad else (DIVERGED, f"non-finite values of {', '.join(bad)}")
+        except CosimError as err:
+            status, message = (DIVERGED if "the step from" in str(err) else ERROR), _one_line(err)
+        except Exception as err:   # noqa: BLE001 - any failure of a run is its row's, not the sweep's
+            status, message = ERROR, f"{type(err).__name__}: {_one_line(err)}"
+    if status != OK:
+        message = " | ".join([message, *(_one_line(RuntimeError(m)) for m in log.messages[-3:])])
+        if not fresh:
+            _drop(digest)
+    if fresh and master is not None:
+        master.free()
+    row.update(status=status, message=message, wall_s=time.perf_counter() - start)
+    return row
+
+
+# ----------------------------------------------------------------------------- on the client
+
+class Engine:
+    """A Dask client: on a new LocalCluster of `workers` processes (default: the machine's
+    cores) with one thread each, or on the scheduler at `scheduler` (an address such as
+    tcp://host:8786). Use as a context manager; `close()` shuts down a cluster it started."""
+
+    def __init__(self, scheduler: str | None = None, workers: int | None = None) -> None:
+        from dask.distributed import Client, LocalCluster
+
+        self.cluster = None
+        if scheduler:
+            self.client = Client(scheduler)
+        else:
+            self.cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                        dashboard_address=":0")
+            self.client = Client(self.cluster)
+
+    def close(self) -> None:
+        self.client.close()
+        if self.cluster is not None:
+            self.cluster.close()
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class Table:
+    """The rows of a sweep as a CSV file, appended row by row (flushed), with a fixed header:
+    `key`, `run` (position in the design), the parameters, the metrics, `status`, `message`,
+    `wall_s`. Floats are written by repr, so they read back bit-identical."""
+
+    def __init__(self, path: str | Path, parameters: Sequence[str], metrics: Sequence[str]) -> None:
+        self.path = Path(path)
+        self.header = ["key", "run", *parameters, *metrics, "status", "message", "wall_s"]
+        if self.path.is_file() and self.path.stat().st_size:
+            with self.path.open(newline="") as f:
+                found = next(csv.reader(f), [])
+            if found != self.header:
+                raise ValueError(f"{self.path}: its columns ({', '.join(found)}) are not this study's "
+                                 f"({', '.join(self.header)}); write to another output folder")
+        else:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self.path.open("w", newline="") as f:
+                csv.writer(f).writerow(self.header)
+
+    def rows(self) -> dict[str, dict[str, object]]:
+        """The rows on disk by key (the last one of a key wins), values as read (str)."""
+        with self.path.open(newline="") as f:
+            return {r["key"]: r for r in csv.DictReader(f)}
+
+    def finished(self) -> set[str]:
+        return {k for k, r in self.rows().items() if r["status"] in FINAL}
+
+    def append(self, row: Mapping[str, object]) -> None:
+        def text(v: object) -> str:
+            return repr(float(v)) if isinstance(v, (float, np.floating)) else str(v)
+
+        with self.path.open("a", newline="") as f:
+            csv.writer(f).writerow([text(row[c]) for c in self.header])
+            f.flush()
+
+    def frame(self):
+        """The table as a pandas DataFrame (last row per key, in design order)."""
+        import pandas as pd
+
+        df = pd.read_csv(self.path, keep_default_na=False,
+                         na_values={c: ["nan"] for c in self.header if c not in ("key", "status", "message")})
+        df["message"] = df["message"].astype(str)
+        return df.drop_duplicates("key", keep="last").sort_values("run", kind="stable").reset_index(drop=True)
+
+
+def run_rows(engine: Engine, study: Study, sets: Sequence[Mapping[str, float]], table: Table,
+             progress: bool = True, on_row: Callable[[dict[str, object]], None] | None = None,
+             fresh: bool = False, digest: str | None = None) -> list[dict[str, object]]:
+    """Run every parameter set whose key is not finished in `table`, appending each row as it
+    completes; returns every set's row (from the table or new), in the order of `sets`. on_row:
+    called with each new row (progress hooks, tests). fresh: run on new instances (see evaluate)."""
+    from dask.distributed import as_completed
+    from distributed import KilledWorker
+
+    digest = digest or study.digest()
+    keys = [row_key(digest, p) for p in sets]
+    done = table.finished()
+    todo = {k: (i, p) for i, (k, p) in enumerate(zip(keys, sets)) if k not in done}
+    futures = {engine.client.submit(evaluate, study, digest, dict(p), fresh, key=f"flexmbs-run-{k}"
+                                    + ("-fresh" if fresh else ""), pure=False): k for k, (i, p) in todo.items()}
+    new: dict[str, dict[str, object]] = {}
+    bar = None
+    if progress:
+        from tqdm import tqdm
+        bar = tqdm(total=len(sets), initial=len(sets) - len(todo), desc="runs", unit="run", mininterval=0.5)
+    try:
+        for fut in as_completed(futures):
+            k = futures[fut]
+            i, p = todo[k]
+            try:
+                row = fut.result()
+            except KilledWorker as err:
+                row = {**dict.fromkeys(study.columns(), float("nan")), "status": LOST, "wall_s": float("nan"),
+                       "message": f"the workers running it died ({_one_line(err)})"}
+            except Exception as err:   # noqa: BLE001 - a task Dask could not run is its row's failure
+                row = {**dict.fromkeys(study.columns(), float("nan")), "status": ERROR, "wall_s": float("nan"),
+                       "message": f"{type(err).__name__}: {_one_line(err)}"}
+            row = {"key": k, "run": i, **p, **row}
+            table.append(row)
+            new[k] = row
+            if bar is not None:
+                bar.update()
+            if on_row is not None:
+                on_row(row)
+    finally:
+        for fut in futures:   # Ctrl-C or an error: nothing left running; the rows written stay
+            fut.cancel()
+        if bar is not None:
+            bar.close()
+    on_disk = table.rows()
+    out = []
+    for i, (k, p) in enumerate(zip(keys, sets)):
+        out.append(new[k] if k in new else _parse(on_disk[k], study.columns(), p, i))
+    return out
+
+
+def _parse(row: Mapping[str, str], metrics: Sequence[str], params: Mapping[str, float], run: int) -> dict[str, object]:
+    """A row read from the CSV with its numbers as floats."""
+    return {"key": row["key"], "run": run, **params, **{m: float(row[m]) for m in metrics},
+            "status": row["status"], "message": row["message"], "wall_s": float(row["wall_s"])}
+
+
+def sweep(engine: Engine, study: Study, sets: Sequence[Mapping[str, float]], out_dir: str | Path,
+          progress: bool = True, on_row: Callable[[dict[str, object]], None] | None = None):
+    """Run the parameter sets into out_dir/rows.csv (resumable) and write out_dir/rows.parquet;
+    returns the table as a pandas DataFrame in design order."""
+    if not sets:
+        raise ValueError("the sweep has no parameter sets")
+    names = list(sets[0])
+    for i, p in enumerate(sets):
+        if list(p) != names:
+            raise ValueError(f"parameter set {i} has the parameters {list(p)}, the first has {names}")
+    study.check(names)
+    out_dir = Path(out_dir)
+    table = Table(out_dir / "rows.csv", names, study.columns())
+    try:
+        run_rows(engine, study, sets, table, progress=progress, on_row=on_row)
+    finally:
+        df = table.frame()
+        df.to_parquet(out_dir / "rows.parquet", index=False)
+    return df
