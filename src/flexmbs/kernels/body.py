@@ -111,24 +111,18 @@ def body_terms(S, W, b, eta, etad, vb, wb, gb, Mb, hb, Fb):
             Mb[i, j] += Mc[b, i, j]
     # constant part: momenta p = Mc z, gyroscopic terms [w x p_v; w x p_w + v x p_v] and the
     # gravity of its mass and first moment
-    pv = W.b_pv
-    pw = W.b_pw
-    for k in range(3):
-        a1 = 0.0
-        a2 = 0.0
-        for j in range(3):
-            a1 += Mc[b, k, j] * vb[j] + Mc[b, k, 3 + j] * wb[j]
-            a2 += Mc[b, 3 + k, j] * vb[j] + Mc[b, 3 + k, 3 + j] * wb[j]
-        for j in range(n):
-            a1 += Mc[b, k, 6 + j] * etad[j]
-            a2 += Mc[b, 3 + k, 6 + j] * etad[j]
-        pv[k] = a1
-        pw[k] = a2
-    for k in range(3):
-        k1 = (k + 1) % 3
-        k2 = (k + 2) % 3
-        hb[k] += wb[k1] * pv[k2] - wb[k2] * pv[k1]
-        hb[3 + k] += wb[k1] * pw[k2] - wb[k2] * pw[k1] + vb[k1] * pv[k2] - vb[k2] * pv[k1]
+    pv0 = _momentum(Mc, b, 0, vb, wb, etad, n)
+    pv1 = _momentum(Mc, b, 1, vb, wb, etad, n)
+    pv2 = _momentum(Mc, b, 2, vb, wb, etad, n)
+    pw0 = _momentum(Mc, b, 3, vb, wb, etad, n)
+    pw1 = _momentum(Mc, b, 4, vb, wb, etad, n)
+    pw2 = _momentum(Mc, b, 5, vb, wb, etad, n)
+    hb[0] += wb[1] * pv2 - wb[2] * pv1
+    hb[1] += wb[2] * pv0 - wb[0] * pv2
+    hb[2] += wb[0] * pv1 - wb[1] * pv0
+    hb[3] += wb[1] * pw2 - wb[2] * pw1 + vb[1] * pv2 - vb[2] * pv1
+    hb[4] += wb[2] * pw0 - wb[0] * pw2 + vb[2] * pv0 - vb[0] * pv2
+    hb[5] += wb[0] * pw1 - wb[1] * pw0 + vb[0] * pv1 - vb[1] * pv0
     m = Mc[b, 0, 0]
     s0, s1, s2 = Mc[b, 1, 5], Mc[b, 2, 3], Mc[b, 0, 4]
     Fb[0] += m * gb[0]
@@ -139,6 +133,17 @@ def body_terms(S, W, b, eta, etad, vb, wb, gb, Mb, hb, Fb):
     Fb[5] += s0 * gb[1] - s1 * gb[0]
     for j in range(n):
         Fb[6 + j] += Mc[b, 0, 6 + j] * gb[0] + Mc[b, 1, 6 + j] * gb[1] + Mc[b, 2, 6 + j] * gb[2]
+
+
+@njit(**JIT)
+def _momentum(Mc, b, k, vb, wb, etad, n):
+    """Row k of Mc[b] z, z = [vb; wb; etad]."""
+    acc = 0.0
+    for j in range(3):
+        acc += Mc[b, k, j] * vb[j] + Mc[b, k, 3 + j] * wb[j]
+    for j in range(n):
+        acc += Mc[b, k, 6 + j] * etad[j]
+    return acc
 
 
 @njit(**JIT)

@@ -173,7 +173,8 @@ def _workspace_fields(S) -> dict:
         gravity in body axes; joint kinematics scratch ab_p, ab_R, ab_Sv, ab_Sw, ab_cw, ab_R1,
         ab_R2, ab_bj; load scratch: marker frames abl_*a, abl_*b, force ab_F [N], torque
         ab_Tq [N m], ab_t (3).
-      xq, xu: dynamics.rhs's copies of q and u (prescribed values are written into them).
+      xq, xu, xud: dynamics.rhs's copies of q and u (prescribed values are written into them)
+        and its udot.
     """
     nb, nv = S.nb, S.nv
     nc = S.cr_a.shape[0]
@@ -192,14 +193,14 @@ def _workspace_fields(S) -> dict:
         m_t1=z(3), m_psi=z(3), m_psid=z(3), m_E=z((3, 3)), m_T=z((3, 3)),
         m_sw=z(3), m_sdw=z(3), m_wrw=z(3), m_TPsi=z((3, nmax)), m_h=z(nmax), m_hd=z(nmax),
         b_r=z(3), b_a=z(3), b_t=z(3), b_D=z((3, nmax)), b_h=z(nmax), b_hd=z(nmax),
-        b_pv=z(3), b_pw=z(3), b_J=z((3, 3)), b_N=z((3, 3)), b_B=z((3, 3, nmax)),
+        b_J=z((3, 3)), b_N=z((3, 3)), b_B=z((3, 3, nmax)),
         b_Ce=z((3, 3, nmax)), b_Cd=z((3, 3, nmax)), b_g=z(nmax), b_W1=z((nmax, nmax, nmax)),
         b_W2=z((nmax, 3, nmax)), b_W3=z((nmax, nmax, 3)), b_V=z((nmax, nmax)), b_x=z(3), b_y=z(3),
         i_J=z((nbd, nv)), i_c=z(nbd), i_z=z(nbd), i_g=z(3), i_M=z((nbd, nbd)), i_h=z(nbd), i_F=z(nbd),
         i_MJ=z((nbd, nv)), **_marker_frame("i_", nv, "ab"),
         l_F=z(3), l_T=z(3), l_t=z(3), **_marker_frame("l_", nv, "ab"),
         s_rhs=z(nv), s_Mrow=z((nv, nv)),
-        xq=z(S.nq), xu=z(nv),
+        xq=z(S.nq), xu=z(nv), xud=z(nv),
         c_g=z(nc), c_G=z((nc, nv)), c_G0=z((nc, nv)), c_gam=z(nc), c_X=z((nc, nv)), c_S=z((nc, nc)),
         c_LS=z((nc, nc)), c_lam=z(nc), c_r=z(nc), c_dir=z((nc, 3)), c_e=z(3), c_f=z(3), c_t=z(3),
         c_d=z(3), c_dd=z(3), c_ed=z(3), c_fd=z(3), **_marker_frame("c_", nv, "ab"),
