@@ -27,7 +27,7 @@ tree; models with them use the composite route (system.compile_model selects it)
 
 from numba import njit
 
-from .body import body_terms
+from .body import body_terms, rigid_terms
 from .drives import MOTION, apply_prescribed, joint_forces
 from .joints import joint_kinematics
 from .kinematics import marker_local, marker_world
@@ -90,7 +90,7 @@ def _kinematics_pass(S, W, q, u, udot):
     The child's motion is composed in the parent's axes from the parent's (v, w, a, al), the
     parent marker's elastic motion (kinematics.marker_local) and the joint's (joints.py), with
     the same terms as kinematics.forward (which the composite route uses in world axes)."""
-    parent, nm, eq, ev, ju, jnv, jq, jnq, drive = S.parent, S.nm, S.eq, S.ev, S.ju, S.jnv, S.jq, S.jnq, S.drive
+    parent, nm, eq, ev, ju, jnv, jq, drive, Mc = S.parent, S.nm, S.eq, S.ev, S.ju, S.jnv, S.jq, S.drive, S.Mc
     mk_Psi, mk_s0, mk_R0, pmark, c_pos, c_R = S.mk_Psi, S.mk_s0, S.mk_R0, S.pmark, S.c_pos, S.c_R
     jtype, axis1, axis2, gravity, Ke, De = S.jtype, S.axis1, S.axis2, S.gravity, S.Ke, S.De
     A, r, v, w, a, al = W.A, W.r, W.v, W.w, W.a, W.al
@@ -256,7 +256,10 @@ def _kinematics_pass(S, W, q, u, udot):
             if drive[c] == MOTION:
                 for j in range(6):
                     cc[i, j] += Sc[i, j, kk] * udot[c]
-        body_terms(S, W, i, eta, etad, vb, wb, gb, Mb, hb, Fb)
+        if n == 0:
+            rigid_terms(Mc, i, vb, wb, gb, Mb, hb, Fb)
+        else:
+            body_terms(S, W, i, eta, etad, vb, wb, gb, Mb, hb, Fb)
         for j in range(m):
             for kk in range(m):
                 IA[i, j, kk] = Mb[j, kk]

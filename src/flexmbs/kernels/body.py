@@ -105,12 +105,30 @@ def body_terms(S, W, b, eta, etad, vb, wb, gb, Mb, hb, Fb):
         t2 = wb[0] * vb[1] - wb[1] * vb[0]
         for i in range(nb6):
             hb[i] += Mb[i, 0] * t0 + Mb[i, 1] * t1 + Mb[i, 2] * t2
-    Mc = S.Mc
+    constant_terms(S.Mc, b, n, vb, wb, etad, gb, Mb, hb, Fb)
+
+
+@njit(**JIT)
+def rigid_terms(Mc, b, vb, wb, gb, Mb, hb, Fb):
+    """body_terms of a rigid body b (6 x 6, its constant Mc[b] only), for callers that hold
+    the System's Mc already (no struct field read per body)."""
+    for i in range(6):
+        hb[i] = 0.0
+        Fb[i] = 0.0
+        for j in range(6):
+            Mb[i, j] = 0.0
+    constant_terms(Mc, b, 0, vb, wb, vb, gb, Mb, hb, Fb)
+
+
+@njit(**JIT)
+def constant_terms(Mc, b, n, vb, wb, etad, gb, Mb, hb, Fb):
+    """Add the constant part Mc[b] of body b with n modes: Mc to Mb, its momenta's gyroscopic
+    terms [w x p_v; w x p_w + v x p_v], p = Mc z, to hb, and the gravity of its mass and first
+    moment to Fb (body axes; etad is read only for n > 0)."""
+    nb6 = 6 + n
     for i in range(nb6):
         for j in range(nb6):
             Mb[i, j] += Mc[b, i, j]
-    # constant part: momenta p = Mc z, gyroscopic terms [w x p_v; w x p_w + v x p_v] and the
-    # gravity of its mass and first moment
     pv0 = _momentum(Mc, b, 0, vb, wb, etad, n)
     pv1 = _momentum(Mc, b, 1, vb, wb, etad, n)
     pv2 = _momentum(Mc, b, 2, vb, wb, etad, n)
