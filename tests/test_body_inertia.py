@@ -143,3 +143,12 @@ def test_point_moments_equal_the_sum_over_points(stiffening, size):
         assert mass == pytest.approx(d.mass, rel=1e-14)
         np.testing.assert_allclose(s, M_ref[[1, 2, 0], [5, 3, 4]], rtol=0, atol=1e-14 * np.abs(s).max())
     assert np.linalg.eigvalsh(Mb[:6 + n, :6 + n]).min() > 0.0
+
+
+def test_the_point_sum_is_kept_where_the_moments_cost_more():
+    """The moments' foreshortening part grows as n^4: a body with many modes and few mass points
+    keeps the sum over its points, one with few modes uses the moments."""
+    few_points = flexmbs.compile_model(huang_arm(modes=8, elements=2)).arrays
+    assert few_points.iv_k[1] == -1 and few_points.iv_h[1] == -1 and few_points.iv_HH.shape[0] == 0
+    many_points = flexmbs.compile_model(huang_arm(modes=2, elements=8)).arrays
+    assert many_points.iv_k[1] == 0 and many_points.iv_h[1] == 0 and many_points.iv_k[0] == -1

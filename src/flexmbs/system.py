@@ -249,6 +249,19 @@ def _point_moments(d: FlexBodyData, nmax: int, foreshortening: bool) -> dict[str
     return out
 
 
+def _stack_moments(slots: list[dict], fslots: list[dict], nmax: int) -> dict[str, np.ndarray]:
+    """The System's iv_* arrays: one row per slot (_point_moments of the bodies that use them;
+    fslots: those with foreshortening), shaped as SYSTEM_FIELDS declares even when empty."""
+    out = {}
+    for group, shapes in ((slots, dict(iv_m=(), iv_S=(3,), iv_A=(3, 3), iv_Sb=(3, nmax), iv_Sk=(3, 3, nmax),
+                                       iv_C=(3, 3, nmax, nmax), iv_Me=(nmax, nmax))),
+                          (fslots, dict(iv_G=(nmax, nmax), iv_HS=(nmax, nmax, 3), iv_HP=(nmax, nmax, 3, nmax),
+                                        iv_HH=(nmax,) * 4))):
+        for name, shape in shapes.items():
+            out[name] = np.array([sl[name] for sl in group], dtype=float).reshape((len(group),) + shape)
+    return out
+
+
 def _tree_order(model: Model) -> list[int]:
     """Joint indices ordered so that every parent body precedes its children."""
     by_parent: dict[str, list[int]] = {}
@@ -374,13 +387,7 @@ def compile_model(model: Model) -> System:
             if foreshortening:
                 iv_h[i] = len(fslots)
                 fslots.append(slots[-1])
-    moment_arrays = {}
-    for name, shape in (("iv_m", ()), ("iv_S", (3,)), ("iv_A", (3, 3)), ("iv_Sb", (3, nmax)),
-                        ("iv_Sk", (3, 3, nmax)), ("iv_C", (3, 3, nmax, nmax)), ("iv_Me", (nmax, nmax))):
-        moment_arrays[name] = np.array([sl[name] for sl in slots]).reshape((len(slots),) + shape)
-    for name, shape in (("iv_G", (nmax, nmax)), ("iv_HS", (nmax, nmax, 3)), ("iv_HP", (nmax, nmax, 3, nmax)),
-                        ("iv_HH", (nmax,) * 4)):
-        moment_arrays[name] = np.array([sl[name] for sl in fslots]).reshape((len(fslots),) + shape)
+    moment_arrays = _stack_moments(slots, fslots, nmax)
 
     # markers: ground first, then each body's
     mk_body, mk_s0, mk_R0, mk_Phi, mk_Psi, mk_H = [], [], [], [], [], []
