@@ -4,10 +4,12 @@ invariants (S0, Sb, Sbkl, C, Ir, Me and the foreshortening matrices Ga, Gb) of t
 of reference, evaluated here with numpy."""
 
 import numpy as np
+import pytest
 
 import flexmbs
 from flexmbs.flex.invariants import epsilon_contract
-from flexmbs.kernels.body import body_terms
+from flexmbs.kernels.body import body_terms, first_moment
+from flexmbs.kernels.structs import box
 
 from mechanisms import huang_arm
 
@@ -80,3 +82,73 @@ def test_with_foreshortening_they_agree_to_the_invariants_order():
     # (eta-eta) order, the points exactly: the gap is of second order
     full = [gap(s, slice(None), slice(None)) for s in (1.0, 0.5, 0.25)]
     assert full[0] / full[1] > 3.9 and full[1] / full[2] > 3.9
+
+
+def _points_reference(d, Mc, eta, etad, v, w, g):
+    """M, h, F of one flexible body straight from its mass points (numpy, Kane's form):
+    M = sum m G^T G + Mc, h = sum m G^T a + M_points[:, v] (w x v) + Mc's gyroscopic terms,
+    F = sum m G^T g + Mc's gravity, with G = [I, -skew(r), D] at the deformed point."""
+    n = d.n
+    ex = np.array([1.0, 0.0, 0.0])
+    M = np.zeros((6 + n, 6 + n))
+    h = np.zeros(6 + n)
+    F = np.zeros(6 + n)
+    for m, s, P, H in zip(d.point_mass, d.point_position, d.point_shapes, d.point_H):
+        r = s + P @ eta - 0.5 * ex * (eta @ H @ eta)
+        D = P - np.outer(ex, H @ eta)
+        a = np.cross(w, np.cross(w, r)) + 2 * np.cross(w, D @ etad) - ex * (etad @ H @ etad)
+        G = np.hstack([np.eye(3), -_skew(r), D])
+        M += m * G.T @ G
+        h += m * G.T @ a
+        F += m * G.T @ g
+    h += M[:, :3] @ np.cross(w, v)
+    z = np.concatenate([v, w, etad])
+    p = Mc @ z
+    h[:3] += np.cross(w, p[:3])
+    h[3:6] += np.cross(w, p[3:6]) + np.cross(v, p[:3])
+    F += Mc[:, :3] @ g
+    F[3:6] += np.cross(np.array([Mc[1, 5], Mc[2, 3], Mc[0, 4]]), g)
+    return M + Mc, h, F
+
+
+@pytest.mark.parametrize("stiffening", [True, False])
+@pytest.mark.parametrize("size", [0.0, 0.05, 1.0])
+def test_point_moments_equal_the_sum_over_points(stiffening, size):
+    """The kernel evaluates the mass points through their moments (polynomials in eta up to
+    eta^4 with foreshortening) or one point at a time; both equal the direct numpy sum over the
+    points to rounding, up to a deflection of the link's own length (1 m), where the mass matrix
+    stays positive definite (it is a Gram matrix plus the constant part)."""
+    system = flexmbs.compile_model(huang_arm(modes=4, elements=4, stiffening=stiffening))
+    arrays = system.arrays
+    b = system.bodies.index("link2")
+    assert arrays.iv_k[b] >= 0 and (arrays.iv_h[b] >= 0) == stiffening   # the moments are in use
+    by_points = arrays._replace(iv_k=np.full_like(arrays.iv_k, -1), iv_h=np.full_like(arrays.iv_h, -1))
+    d = system.flex["link2"]
+    n = d.n
+    rng = np.random.default_rng(7)
+    eta = rng.standard_normal(n)
+    eta *= size / np.abs(d.point_shapes @ eta).max() if size else 0.0
+    etad = 20.0 * rng.standard_normal(n)
+    v, w, g = rng.standard_normal(3), 3.0 * rng.standard_normal(3), 9.81 * rng.standard_normal(3)
+    M_ref, h_ref, F_ref = _points_reference(d, arrays.Mc[b, :6 + n, :6 + n], eta, etad, v, w, g)
+    width = arrays.Mc.shape[1]
+    for arr in (arrays, by_points):
+        Mb, hb, Fb = np.zeros((width, width)), np.zeros(width), np.zeros(width)
+        body_terms(box(arr), system.workspace(), b, eta, etad, v, w, g, Mb, hb, Fb)
+        np.testing.assert_allclose(Mb[:6 + n, :6 + n], M_ref, rtol=0, atol=1e-13 * np.abs(M_ref).max())
+        np.testing.assert_allclose(hb[:6 + n], h_ref, rtol=0, atol=1e-13 * np.abs(h_ref).max())
+        np.testing.assert_allclose(Fb[:6 + n], F_ref, rtol=0, atol=1e-13 * np.abs(F_ref).max())
+        s = np.zeros(3)
+        mass = first_moment(box(arr), b, eta, s)
+        assert mass == pytest.approx(d.mass, rel=1e-14)
+        np.testing.assert_allclose(s, M_ref[[1, 2, 0], [5, 3, 4]], rtol=0, atol=1e-14 * np.abs(s).max())
+    assert np.linalg.eigvalsh(Mb[:6 + n, :6 + n]).min() > 0.0
+
+
+def test_the_point_sum_is_kept_where_the_moments_cost_more():
+    """The moments' foreshortening part grows as n^4: a body with many modes and few mass points
+    keeps the sum over its points, one with few modes uses the moments."""
+    few_points = flexmbs.compile_model(huang_arm(modes=8, elements=2)).arrays
+    assert few_points.iv_k[1] == -1 and few_points.iv_h[1] == -1 and few_points.iv_HH.shape[0] == 0
+    many_points = flexmbs.compile_model(huang_arm(modes=2, elements=8)).arrays
+    assert many_points.iv_k[1] == 0 and many_points.iv_h[1] == 0 and many_points.iv_k[0] == -1

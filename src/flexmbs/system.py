@@ -218,6 +218,56 @@ def uses_recursion(dynamics: str, arrays: SystemArrays) -> bool:
     return dynamics != "composite" and applies
 
 
+def _moment_cost(npt: int, n: int, foreshortening: bool) -> tuple[float, float]:
+    """Estimated floating-point operations of one body_terms call by the mass-point sum and by
+    the point moments (kernels/body.py), for npt points and n modes: the moments are used when
+    cheaper (their foreshortening part grows as n^4, the point sum as npt n^2)."""
+    points = npt * (3.5 * n * n + 25.0 * n + 40.0)
+    moments = 30.0 * n * n + 40.0 * n + ((2.0 * n + 12.0) * n**3 if foreshortening else 0.0)
+    return points, moments
+
+
+def _point_moments(d: FlexBodyData, nmax: int, foreshortening: bool) -> dict[str, np.ndarray]:
+    """Moments of a flexible body's mass points (m_q at r_q = s_q + P_q eta - 1/2 e_x eta^T H_q
+    eta, body axes) that make the kernels' sums over points exact polynomials in eta
+    (kernels/body.py), padded to nmax modes: iv_m [kg], iv_S, iv_A, iv_Sb, iv_Sk, iv_C, iv_Me
+    and, with foreshortening, iv_G, iv_HS, iv_HP, iv_HH (SYSTEM_FIELDS has their meaning)."""
+    n = d.n
+    m, s, P = d.point_mass, d.point_position, d.point_shapes
+    # the kernels' sums take H symmetric (the rate of eta^T H eta is 2 eta^T H etad)
+    H = 0.5 * (d.point_H + np.swapaxes(d.point_H, 1, 2))
+    pad = [(0, 0)]
+    out = dict(
+        iv_m=np.array(m.sum()), iv_S=m @ s, iv_A=np.einsum("q,qk,ql->kl", m, s, s),
+        iv_Sb=np.pad(np.einsum("q,qkj->kj", m, P), pad + [(0, nmax - n)]),
+        iv_Sk=np.pad(np.einsum("q,qk,qlj->klj", m, s, P), pad * 2 + [(0, nmax - n)]),
+        iv_C=np.pad(np.einsum("q,qki,qlj->klij", m, P, P), pad * 2 + [(0, nmax - n)] * 2),
+        iv_Me=np.pad(np.einsum("q,qki,qkj->ij", m, P, P), [(0, nmax - n)] * 2),
+    )
+    if foreshortening:
+        e = (0, nmax - n)
+        out.update(
+            iv_G=np.pad(np.einsum("q,qab->ab", m, H), [e] * 2),
+            iv_HS=np.pad(np.einsum("q,qab,qk->abk", m, H, s), [e, e, (0, 0)]),
+            iv_HP=np.pad(np.einsum("q,qab,qkc->abkc", m, H, P), [e, e, (0, 0), e]),
+            iv_HH=np.pad(np.einsum("q,qab,qcd->abcd", m, H, H), [e] * 4),
+        )
+    return out
+
+
+def _stack_moments(slots: list[dict], fslots: list[dict], nmax: int) -> dict[str, np.ndarray]:
+    """The System's iv_* arrays: one row per slot (_point_moments of the bodies that use them;
+    fslots: those with foreshortening), shaped as SYSTEM_FIELDS declares even when empty."""
+    out = {}
+    for group, shapes in ((slots, dict(iv_m=(), iv_S=(3,), iv_A=(3, 3), iv_Sb=(3, nmax), iv_Sk=(3, 3, nmax),
+                                       iv_C=(3, 3, nmax, nmax), iv_Me=(nmax, nmax))),
+                          (fslots, dict(iv_G=(nmax, nmax), iv_HS=(nmax, nmax, 3), iv_HP=(nmax, nmax, 3, nmax),
+                                        iv_HH=(nmax,) * 4))):
+        for name, shape in shapes.items():
+            out[name] = np.array([sl[name] for sl in group], dtype=float).reshape((len(group),) + shape)
+    return out
+
+
 def _tree_order(model: Model) -> list[int]:
     """Joint indices ordered so that every parent body precedes its children."""
     by_parent: dict[str, list[int]] = {}
@@ -316,6 +366,9 @@ def compile_model(model: Model) -> System:
     Mc = np.zeros((nb, 6 + nmax, 6 + nmax))
     Ke, De = (np.zeros((nb, nmax, nmax)) for _ in range(2))
     eta_max = np.full((nb, nmax), np.inf)
+    iv_k, iv_h = np.full(nb, -1, np.int64), np.full(nb, -1, np.int64)
+    slots: list[dict] = []
+    fslots: list[dict] = []
     for i, b in enumerate(bodies):
         d = flex.get(b.name)
         if d is None:
@@ -334,6 +387,15 @@ def compile_model(model: Model) -> System:
         ratios = np.asarray(b.damping.modal, dtype=float)
         zeta = np.pad(ratios, (0, n - ratios.size), mode="edge")[:n] if ratios.size else np.zeros(n)
         De[i, :n, :n] = b.damping.stiffness_proportional * d.Ke + np.diag(2.0 * zeta * d.freqs)
+        foreshortening = bool(np.any(d.point_H != 0.0))
+        points, moments = _moment_cost(npt, n, foreshortening)
+        if moments < points:
+            iv_k[i] = len(slots)
+            slots.append(_point_moments(d, nmax, foreshortening))
+            if foreshortening:
+                iv_h[i] = len(fslots)
+                fslots.append(slots[-1])
+    moment_arrays = _stack_moments(slots, fslots, nmax)
 
     # markers: ground first, then each body's
     mk_body, mk_s0, mk_R0, mk_Phi, mk_Psi, mk_H = [], [], [], [], [], []
@@ -449,6 +511,7 @@ def compile_model(model: Model) -> System:
         parent=parent, jtype=jtype, pmark=pmark, c_pos=c_pos, c_R=c_R, axis1=axis1, axis2=axis2,
         jq=jq, jnq=jnq, ju=ju, jnv=jnv, quat_q=quat_q, quat_u=quat_u,
         nm=nm, eq=eq, ev=ev, eta_max=eta_max, mass=mass, pt_n=pt_n, pt_m=pt_m, pt_s=pt_s, pt_P=pt_P, pt_H=pt_H, Mc=Mc,
+        iv_k=iv_k, iv_h=iv_h, **moment_arrays,
         Ke=Ke, De=De,
         mk_body=np.array(mk_body, np.int64), mk_s0=np.array(mk_s0).reshape(-1, 3),
         mk_R0=np.array(mk_R0).reshape(-1, 3, 3), mk_Phi=np.array(mk_Phi).reshape(-1, 3, nmax),

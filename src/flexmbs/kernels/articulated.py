@@ -27,7 +27,7 @@ tree; models with them use the composite route (system.compile_model selects it)
 
 from numba import njit
 
-from .body import body_terms
+from .body import body_terms, rigid_terms
 from .drives import MOTION, apply_prescribed, joint_forces
 from .joints import joint_kinematics
 from .kinematics import marker_local, marker_world
@@ -90,7 +90,7 @@ def _kinematics_pass(S, W, q, u, udot):
     The child's motion is composed in the parent's axes from the parent's (v, w, a, al), the
     parent marker's elastic motion (kinematics.marker_local) and the joint's (joints.py), with
     the same terms as kinematics.forward (which the composite route uses in world axes)."""
-    parent, nm, eq, ev, ju, jnv, jq, jnq, drive = S.parent, S.nm, S.eq, S.ev, S.ju, S.jnv, S.jq, S.jnq, S.drive
+    parent, nm, eq, ev, ju, jnv, jq, drive, Mc = S.parent, S.nm, S.eq, S.ev, S.ju, S.jnv, S.jq, S.drive, S.Mc
     mk_Psi, mk_s0, mk_R0, pmark, c_pos, c_R = S.mk_Psi, S.mk_s0, S.mk_R0, S.pmark, S.c_pos, S.c_R
     jtype, axis1, axis2, gravity, Ke, De = S.jtype, S.axis1, S.axis2, S.gravity, S.Ke, S.De
     A, r, v, w, a, al = W.A, W.r, W.v, W.w, W.a, W.al
@@ -98,7 +98,6 @@ def _kinematics_pass(S, W, q, u, udot):
     E, Rc, RM, V = W.ab_E, W.ab_Rc, W.ab_RM, W.ab_V3
     eta, etad, vb, wb, gb = W.ab_eta, W.ab_etad, W.ab_vb, W.ab_wb, W.ab_g
     pJ, RJ, Sv, Sw, cw, R1, R2, bj = W.ab_p, W.ab_R, W.ab_Sv, W.ab_Sw, W.ab_cw, W.ab_R1, W.ab_R2, W.ab_bj
-    ms, mR, msd, mwr, msb, mwb, Ds, T = W.m_s, W.m_R, W.m_sd, W.m_wr, W.m_sb, W.m_wb, W.m_Ds, W.m_T
     Mb, hb, Fb = W.ab_Mb, W.ab_hb, W.ab_Fb
     nmax = eta.shape[0]
     for i in range(S.nb):
@@ -117,6 +116,7 @@ def _kinematics_pass(S, W, q, u, udot):
         # velocity-product rates sb, wb (zero on rigid bodies and the ground)
         if p >= 0 and nm[p] > 0:
             marker_local(S, W, k, q, u)
+            ms, mR, msd, mwr, msb, mwb = W.m_s, W.m_R, W.m_sd, W.m_wr, W.m_sb, W.m_wb
             for j in range(3):
                 V[_S, j] = ms[j]
                 V[_SD, j] = msd[j]
@@ -141,8 +141,7 @@ def _kinematics_pass(S, W, q, u, udot):
             for c in range(6):
                 Sv[j, c] = 0.0
                 Sw[j, c] = 0.0
-        joint_kinematics(jtype[i], axis1[i], axis2[i], q[jq[i]:jq[i] + jnq[i]], u[j0:j0 + nvj],
-                         pJ, RJ, Sv, Sw, cw, R1, R2, bj)
+        joint_kinematics(jtype[i], axis1, axis2, i, q, jq[i], u, j0, pJ, RJ, Sv, Sw, cw, R1, R2, bj)
         for j in range(3):
             tv = 0.0
             tw = 0.0
@@ -242,7 +241,7 @@ def _kinematics_pass(S, W, q, u, udot):
         for j in range(3):
             gb[j] = A[i, 0, j] * gravity[0] + A[i, 1, j] * gravity[1] + A[i, 2, j] * gravity[2]
         if p >= 0:
-            _parent_map(i, P, E, V, Ds, T, mk_Psi, k, nm[p])
+            _parent_map(i, P, E, V, W, mk_Psi, k, nm[p])
             for j in range(6):
                 acc = cb[i, j]
                 for kk in range(6):
@@ -257,7 +256,10 @@ def _kinematics_pass(S, W, q, u, udot):
             if drive[c] == MOTION:
                 for j in range(6):
                     cc[i, j] += Sc[i, j, kk] * udot[c]
-        body_terms(S, W, i, eta, etad, vb, wb, gb, Mb, hb, Fb)
+        if n == 0:
+            rigid_terms(Mc, i, vb, wb, gb, Mb, hb, Fb)
+        else:
+            body_terms(S, W, i, eta, etad, vb, wb, gb, Mb, hb, Fb)
         for j in range(m):
             for kk in range(m):
                 IA[i, j, kk] = Mb[j, kk]
@@ -270,7 +272,7 @@ def _kinematics_pass(S, W, q, u, udot):
 
 
 @njit(**JIT)
-def _parent_map(i, P, E, V, Ds, T, Psi, k, n_p):
+def _parent_map(i, P, E, V, W, Psi, k, n_p):
     """P[i] (6 x (6 + n_p)): child frame velocity from the parent's extended velocity. With
     rp = s + pw + dp (parent origin to child origin, parent axes) and rq = rp - s:
     v_i = E (v_p + w_p x rp + sum_j (Ds_j + TPsi_j x rq) etad_j), w_i = E (w_p + sum_j TPsi_j etad_j),
@@ -291,6 +293,9 @@ def _parent_map(i, P, E, V, Ds, T, Psi, k, n_p):
         P[i, j, 3] = -e1 * rp2 + e2 * rp1
         P[i, j, 4] = e0 * rp2 - e2 * rp0
         P[i, j, 5] = -e0 * rp1 + e1 * rp0
+    if n_p == 0:
+        return
+    Ds, T = W.m_Ds, W.m_T
     for jm in range(n_p):
         t0 = T[0, 0] * Psi[k, 0, jm] + T[0, 1] * Psi[k, 1, jm] + T[0, 2] * Psi[k, 2, jm]
         t1 = T[1, 0] * Psi[k, 0, jm] + T[1, 1] * Psi[k, 1, jm] + T[1, 2] * Psi[k, 2, jm]
@@ -306,6 +311,8 @@ def _parent_map(i, P, E, V, Ds, T, Psi, k, n_p):
 @njit(**JIT)
 def _loads(S, W, q, u, inputs):
     """Point loads and spring-dampers onto the bias forces ab_pA of the bodies they act on."""
+    if S.pf_marker.shape[0] == 0 and S.sd_a.shape[0] == 0:
+        return      # before reading the scratch fields: each read costs a reference count
     r, A, v, w, Jv, Jw, a, al = W.abl_ra, W.abl_Aa, W.abl_va, W.abl_wa, W.abl_Jva, W.abl_Jwa, W.abl_aa, W.abl_ala
     r2, A2, v2, w2, Jv2, Jw2, a2, al2 = W.abl_rb, W.abl_Ab, W.abl_vb, W.abl_wb, W.abl_Jvb, W.abl_Jwb, W.abl_ab, W.abl_alb
     F, T, tmp = W.ab_F, W.ab_Tq, W.ab_t

@@ -36,6 +36,19 @@ def first_moment(S, b, eta, out):
     for k in range(3):
         for j in range(n):
             out[k] += Mc[k, 6 + j] * eta[j]
+    kv = S.iv_k[b]
+    if kv >= 0:
+        iv_S, iv_Sb = S.iv_S, S.iv_Sb
+        m += S.iv_m[kv]
+        for k in range(3):
+            acc = iv_S[kv, k]
+            for j in range(n):
+                acc += iv_Sb[kv, k, j] * eta[j]
+            out[k] += acc
+        kh = S.iv_h[b]
+        if kh >= 0:
+            out[0] -= 0.5 * _quad_n(S.iv_G, kh, eta, eta, n)
+        return m
     for q in range(S.pt_n[b]):
         mq = S.pt_m[b, q]
         m += mq
@@ -51,17 +64,110 @@ def first_moment(S, b, eta, out):
 
 
 @njit(**JIT)
+def _quad_n(G, kh, x, y, n):
+    """x^T G[kh] y over the first n entries."""
+    s = 0.0
+    for i in range(n):
+        acc = 0.0
+        for j in range(n):
+            acc += G[kh, i, j] * y[j]
+        s += x[i] * acc
+    return s
+
+
+@njit(**JIT)
 def body_terms(S, W, b, eta, etad, vb, wb, gb, Mb, hb, Fb):
     """Fill Mb (6+n)^2, hb (velocity-product force) and Fb (gravity force), body b, body axes.
 
-    vb, wb: body-frame velocities; gb: gravity vector in body axes [m/s^2].
+    vb, wb: body-frame velocities; gb: gravity vector in body axes [m/s^2]. Entries of Mb, hb,
+    Fb beyond 6 + n are left untouched. The mass points enter through their moments
+    (_moment_terms) where the System has them, else by the sum over points (_point_terms); both
+    give the same sums exactly.
     """
     n = S.nm[b]
     nb6 = 6 + n
-    fill2(Mb, 0.0)
     for i in range(nb6):
         hb[i] = 0.0
         Fb[i] = 0.0
+        for j in range(nb6):
+            Mb[i, j] = 0.0
+    if S.iv_k[b] >= 0:
+        _moment_terms(S, W, b, n, eta, etad, wb, gb, Mb, hb, Fb)
+    elif S.pt_n[b] > 0:
+        _point_terms(S, W, b, n, eta, etad, wb, gb, Mb, hb, Fb)
+    if n > 0:
+        for k in range(3):
+            for l in range(3):
+                Mb[3 + l, k] = Mb[k, 3 + l]
+        # the frame-acceleration term w x v acts on the points through G_q: add M_points[:, v] (w x v)
+        t0 = wb[1] * vb[2] - wb[2] * vb[1]
+        t1 = wb[2] * vb[0] - wb[0] * vb[2]
+        t2 = wb[0] * vb[1] - wb[1] * vb[0]
+        for i in range(nb6):
+            hb[i] += Mb[i, 0] * t0 + Mb[i, 1] * t1 + Mb[i, 2] * t2
+    constant_terms(S.Mc, b, n, vb, wb, etad, gb, Mb, hb, Fb)
+
+
+@njit(**JIT)
+def rigid_terms(Mc, b, vb, wb, gb, Mb, hb, Fb):
+    """body_terms of a rigid body b (6 x 6, its constant Mc[b] only), for callers that hold
+    the System's Mc already (no struct field read per body)."""
+    for i in range(6):
+        hb[i] = 0.0
+        Fb[i] = 0.0
+        for j in range(6):
+            Mb[i, j] = 0.0
+    constant_terms(Mc, b, 0, vb, wb, vb, gb, Mb, hb, Fb)
+
+
+@njit(**JIT)
+def constant_terms(Mc, b, n, vb, wb, etad, gb, Mb, hb, Fb):
+    """Add the constant part Mc[b] of body b with n modes: Mc to Mb, its momenta's gyroscopic
+    terms [w x p_v; w x p_w + v x p_v], p = Mc z, to hb, and the gravity of its mass and first
+    moment to Fb (body axes; etad is read only for n > 0)."""
+    nb6 = 6 + n
+    for i in range(nb6):
+        for j in range(nb6):
+            Mb[i, j] += Mc[b, i, j]
+    pv0 = _momentum(Mc, b, 0, vb, wb, etad, n)
+    pv1 = _momentum(Mc, b, 1, vb, wb, etad, n)
+    pv2 = _momentum(Mc, b, 2, vb, wb, etad, n)
+    pw0 = _momentum(Mc, b, 3, vb, wb, etad, n)
+    pw1 = _momentum(Mc, b, 4, vb, wb, etad, n)
+    pw2 = _momentum(Mc, b, 5, vb, wb, etad, n)
+    hb[0] += wb[1] * pv2 - wb[2] * pv1
+    hb[1] += wb[2] * pv0 - wb[0] * pv2
+    hb[2] += wb[0] * pv1 - wb[1] * pv0
+    hb[3] += wb[1] * pw2 - wb[2] * pw1 + vb[1] * pv2 - vb[2] * pv1
+    hb[4] += wb[2] * pw0 - wb[0] * pw2 + vb[2] * pv0 - vb[0] * pv2
+    hb[5] += wb[0] * pw1 - wb[1] * pw0 + vb[0] * pv1 - vb[1] * pv0
+    m = Mc[b, 0, 0]
+    s0, s1, s2 = Mc[b, 1, 5], Mc[b, 2, 3], Mc[b, 0, 4]
+    Fb[0] += m * gb[0]
+    Fb[1] += m * gb[1]
+    Fb[2] += m * gb[2]
+    Fb[3] += s1 * gb[2] - s2 * gb[1]
+    Fb[4] += s2 * gb[0] - s0 * gb[2]
+    Fb[5] += s0 * gb[1] - s1 * gb[0]
+    for j in range(n):
+        Fb[6 + j] += Mc[b, 0, 6 + j] * gb[0] + Mc[b, 1, 6 + j] * gb[1] + Mc[b, 2, 6 + j] * gb[2]
+
+
+@njit(**JIT)
+def _momentum(Mc, b, k, vb, wb, etad, n):
+    """Row k of Mc[b] z, z = [vb; wb; etad]."""
+    acc = 0.0
+    for j in range(3):
+        acc += Mc[b, k, j] * vb[j] + Mc[b, k, 3 + j] * wb[j]
+    for j in range(n):
+        acc += Mc[b, k, 6 + j] * etad[j]
+    return acc
+
+
+@njit(**JIT)
+def _point_terms(S, W, b, n, eta, etad, wb, gb, Mb, hb, Fb):
+    """Add the mass points of body b one by one: m G^T G to Mb, m G^T a to hb, m G^T g to Fb
+    (the w-v block of Mb and the w x v term are left to body_terms)."""
     r = W.b_r
     a = W.b_a
     t = W.b_t
@@ -95,43 +201,213 @@ def body_terms(S, W, b, eta, etad, vb, wb, gb, Mb, hb, Fb):
         cross(wb, r, t)
         cross_add(wb, t, a, 1.0)
         _add_point(Mb, hb, Fb, mq, r, D, a, gb, n)
+
+
+@njit(**JIT)
+def _moment_terms(S, W, b, n, eta, etad, w, g, Mb, hb, Fb):
+    """The sums of _point_terms from the moments of body b's points (SYSTEM_FIELDS iv_*), exact:
+    with r_q = rho_q + e_x c_q, rho_q = s_q + P_q eta, c_q = -1/2 eta^T H_q eta and
+    D_q = P_q - e_x (H_q eta)^T, every sum over q of a product of these is a polynomial in eta
+    whose coefficients are the moments (Shabana 2005, ch. 5: the inertia shape integrals,
+    extended by the foreshortening moments of H_q). Body axes; w angular velocity [rad/s],
+    g gravity [m/s^2]."""
+    kv = S.iv_k[b]
+    kh = S.iv_h[b]
+    iv_C, iv_Sk, iv_Sb, iv_Me, iv_A, iv_S = S.iv_C, S.iv_Sk, S.iv_Sb, S.iv_Me, S.iv_A, S.iv_S
+    HS, HP, HH, G = S.iv_HS, S.iv_HP, S.iv_HH, S.iv_G
+    Ce, Cd, B, N, J = W.b_Ce, W.b_Cd, W.b_B, W.b_N, W.b_J
+    W1, W2, W3, V, gv, Sv, Tv = W.b_W1, W.b_W2, W.b_W3, W.b_V, W.b_g, W.b_x, W.b_y
+    fs = kh >= 0
+    m = S.iv_m[kv]
+    # C contracted with eta and etad: Ce[k, l, j] = sum m (P eta)_k P_lj
     for k in range(3):
         for l in range(3):
-            Mb[3 + l, k] = Mb[k, 3 + l]
-    # the frame-acceleration term w x v acts on the points through G_q: add M_points[:, v] (w x v)
-    cross(wb, vb, t)
-    for i in range(nb6):
-        hb[i] += Mb[i, 0] * t[0] + Mb[i, 1] * t[1] + Mb[i, 2] * t[2]
-    Mc = S.Mc[b]
-    for i in range(nb6):
-        for j in range(nb6):
-            Mb[i, j] += Mc[i, j]
-    # constant part: momenta, gyroscopic terms and gravity of its mass and first moment
-    pv = W.b_pv
-    pw = W.b_pw
-    for k in range(3):
-        a1 = 0.0
-        a2 = 0.0
-        for j in range(3):
-            a1 += Mc[k, j] * vb[j] + Mc[k, 3 + j] * wb[j]
-            a2 += Mc[3 + k, j] * vb[j] + Mc[3 + k, 3 + j] * wb[j]
+            for j in range(n):
+                ae = 0.0
+                ad = 0.0
+                for i in range(n):
+                    ae += iv_C[kv, k, l, i, j] * eta[i]
+                    ad += iv_C[kv, k, l, i, j] * etad[i]
+                Ce[k, l, j] = ae
+                Cd[k, l, j] = ad
+    e = 0.0     # sum m eta^T H eta
+    ed = 0.0    # sum m etad^T H etad
+    if fs:
         for j in range(n):
-            a1 += Mc[k, 6 + j] * etad[j]
-            a2 += Mc[3 + k, 6 + j] * etad[j]
-        pv[k] = a1
-        pw[k] = a2
-    cross_add(wb, pv, hb[0:3], 1.0)
-    cross_add(wb, pw, hb[3:6], 1.0)
-    cross_add(vb, pv, hb[3:6], 1.0)
-    Sc = W.b_S
-    Sc[0] = Mc[1, 5]
-    Sc[1] = Mc[2, 3]
-    Sc[2] = Mc[0, 4]
+            acc = 0.0
+            for i in range(n):
+                acc += G[kh, j, i] * eta[i]
+            gv[j] = acc
+            e += eta[j] * acc
+        ed = _quad_n(G, kh, etad, etad, n)
+        # W1[j, c, d] = sum_b HH[j, b, c, d] eta_b, V = W1 eta; W2[j, k, c] = sum_b HP[j, b, k, c] eta_b;
+        # W3[a, b, k] = sum_c HP[a, b, k, c] eta_c
+        for j in range(n):
+            for c in range(n):
+                vv = 0.0
+                for d in range(n):
+                    acc = 0.0
+                    for bb in range(n):
+                        acc += HH[kh, j, bb, c, d] * eta[bb]
+                    W1[j, c, d] = acc
+                    vv += acc * eta[d]
+                V[j, c] = vv
+            for k in range(3):
+                for c in range(n):
+                    a2 = 0.0
+                    a3 = 0.0
+                    for bb in range(n):
+                        a2 += HP[kh, j, bb, k, c] * eta[bb]
+                        a3 += HP[kh, j, c, k, bb] * eta[bb]
+                    W2[j, k, c] = a2
+                    W3[j, c, k] = a3
+    # first moment S, second moment A = sum m r r^T and inertia tensor J
     for k in range(3):
-        Fb[k] += Mc[0, 0] * gb[k]
-    cross_add(Sc, gb, Fb[3:6], 1.0)
+        acc = iv_S[kv, k]
+        for j in range(n):
+            acc += iv_Sb[kv, k, j] * eta[j]
+        Sv[k] = acc
+    Sv[0] -= 0.5 * e
+    for k in range(3):
+        for l in range(k, 3):
+            acc = iv_A[kv, k, l]
+            for j in range(n):
+                acc += (iv_Sk[kv, k, l, j] + iv_Sk[kv, l, k, j] + Ce[k, l, j]) * eta[j]
+            J[k, l] = acc
+    if fs:
+        q4 = 0.0
+        for j in range(n):
+            for c in range(n):
+                q4 += eta[j] * V[j, c] * eta[c]
+        for k in range(3):
+            hr = 0.0    # sum m (eta^T H eta) rho_k
+            for a in range(n):
+                for bb in range(n):
+                    hr += (HS[kh, a, bb, k] + W3[a, bb, k]) * eta[a] * eta[bb]
+            J[0, k] -= 0.5 * hr
+            if k == 0:
+                J[0, 0] -= 0.5 * hr
+        J[0, 0] += 0.25 * q4
+    trA = J[0, 0] + J[1, 1] + J[2, 2]
+    for k in range(3):
+        for l in range(k, 3):
+            J[k, l] = -J[k, l]
+            J[l, k] = J[k, l]
+        J[k, k] += trA
+    # B[k, l, j] = sum m r_k D_lj
+    for k in range(3):
+        for l in range(3):
+            for j in range(n):
+                B[k, l, j] = iv_Sk[kv, k, l, j] + Ce[k, l, j]
+    if fs:
+        for j in range(n):
+            for k in range(3):
+                acc = 0.0
+                for c in range(n):
+                    acc += HS[kh, j, c, k] * eta[c] + W2[j, k, c] * eta[c]
+                B[k, 0, j] -= acc
+            for l in range(3):
+                acc = 0.0
+                for a in range(n):
+                    acc += eta[a] * W2[a, l, j]
+                B[0, l, j] -= 0.5 * acc
+            acc = 0.0
+            for c in range(n):
+                acc += V[j, c] * eta[c]
+            B[0, 0, j] += 0.5 * acc
+    # mass matrix of the points: [[m I, -skew(S), Sum D], [., J, Sum r x D], [., ., Sum D^T D]]
+    for k in range(3):
+        Mb[k, k] += m
+    Mb[0, 4] += Sv[2]
+    Mb[0, 5] -= Sv[1]
+    Mb[1, 3] -= Sv[2]
+    Mb[1, 5] += Sv[0]
+    Mb[2, 3] += Sv[1]
+    Mb[2, 4] -= Sv[0]
+    for k in range(3):
+        for l in range(3):
+            Mb[3 + k, 3 + l] += J[k, l]
     for j in range(n):
-        Fb[6 + j] += Mc[0, 6 + j] * gb[0] + Mc[1, 6 + j] * gb[1] + Mc[2, 6 + j] * gb[2]
+        for k in range(3):
+            Mb[k, 6 + j] += iv_Sb[kv, k, j]
+        if fs:
+            Mb[0, 6 + j] -= gv[j]
+        Mb[3, 6 + j] += B[1, 2, j] - B[2, 1, j]
+        Mb[4, 6 + j] += B[2, 0, j] - B[0, 2, j]
+        Mb[5, 6 + j] += B[0, 1, j] - B[1, 0, j]
+        for i in range(n):
+            acc = iv_Me[kv, i, j]
+            if fs:
+                acc += V[i, j] - W2[i, 0, j] - W2[j, 0, i]
+            Mb[6 + i, 6 + j] += acc
+        for k in range(6):
+            Mb[6 + j, k] = Mb[k, 6 + j]
+    # velocity-product force sum m G^T a, a = w x (w x r) + 2 w x (D etad) - e_x etad^T H etad
+    for k in range(3):
+        acc = 0.0
+        for j in range(n):
+            acc += Mb[k, 6 + j] * etad[j]
+        Tv[k] = acc
+        for l in range(3):
+            acc = 0.0
+            for j in range(n):
+                acc += B[k, l, j] * etad[j]
+            N[k, l] = acc
+    trN = N[0, 0] + N[1, 1] + N[2, 2]
+    for k in range(3):
+        k1 = (k + 1) % 3
+        k2 = (k + 2) % 3
+        # w x (w x S) + 2 w x Tv
+        ws1 = w[k2] * Sv[k] - w[k] * Sv[k2]
+        ws2 = w[k] * Sv[k1] - w[k1] * Sv[k]
+        hb[k] += w[k1] * ws2 - w[k2] * ws1 + 2.0 * (w[k1] * Tv[k2] - w[k2] * Tv[k1])
+        # w x (J w) + 2 (w tr N - N^T w)
+        jw1 = J[k1, 0] * w[0] + J[k1, 1] * w[1] + J[k1, 2] * w[2]
+        jw2 = J[k2, 0] * w[0] + J[k2, 1] * w[1] + J[k2, 2] * w[2]
+        hb[3 + k] += w[k1] * jw2 - w[k2] * jw1 + 2.0 * (w[k] * trN - N[0, k] * w[0] - N[1, k] * w[1] - N[2, k] * w[2])
+    hb[0] -= ed
+    ww = w[0] * w[0] + w[1] * w[1] + w[2] * w[2]
+    for j in range(n):
+        acc = -ww * (B[0, 0, j] + B[1, 1, j] + B[2, 2, j])
+        for k in range(3):
+            for l in range(3):
+                acc += w[k] * w[l] * B[k, l, j]
+        # 2 w . sum m (D etad) x D_j
+        acc += 2.0 * (w[0] * (Cd[1, 2, j] - Cd[2, 1, j]) + w[1] * (Cd[2, 0, j] - Cd[0, 2, j])
+                      + w[2] * (Cd[0, 1, j] - Cd[1, 0, j]))
+        hb[6 + j] += acc
+    if fs:
+        for k in (1, 2):
+            dr = 0.0    # sum m (etad^T H etad) rho_k
+            for a in range(n):
+                for bb in range(n):
+                    dr += (HS[kh, a, bb, k] + W3[a, bb, k]) * etad[a] * etad[bb]
+            if k == 1:
+                hb[5] += dr
+            else:
+                hb[4] -= dr
+        for j in range(n):
+            u21 = 0.0   # sum m h_j (P etad)_k, k = 1, 2
+            u22 = 0.0
+            u31 = 0.0   # sum m (eta^T H etad) P_kj, k = 1, 2
+            u32 = 0.0
+            acc = 0.0
+            for c in range(n):
+                u21 += W2[j, 1, c] * etad[c]
+                u22 += W2[j, 2, c] * etad[c]
+                u31 += etad[c] * W2[c, 1, j]
+                u32 += etad[c] * W2[c, 2, j]
+                for d in range(n):
+                    acc += (W1[j, c, d] - HP[kh, c, d, 0, j]) * etad[c] * etad[d]
+            hb[6 + j] += acc - 2.0 * (w[1] * (u22 - u32) + w[2] * (u31 - u21))
+    # gravity: [m g; S x g; sum D^T g]
+    for k in range(3):
+        k1 = (k + 1) % 3
+        k2 = (k + 2) % 3
+        Fb[k] += m * g[k]
+        Fb[3 + k] += Sv[k1] * g[k2] - Sv[k2] * g[k1]
+    for j in range(n):
+        Fb[6 + j] += Mb[0, 6 + j] * g[0] + Mb[1, 6 + j] * g[1] + Mb[2, 6 + j] * g[2]
 
 
 @njit(**JIT)

@@ -24,8 +24,9 @@ def drive_profile(S, c, inputs, t):
 def apply_prescribed(S, t, q, u, inputs, udot):
     """Overwrite the motion-driven coordinates and their rates with their profile values at
     time t, and put the profile accelerations into udot."""
+    drive = S.drive
     for c in range(S.nv):
-        if S.drive[c] == MOTION:
+        if drive[c] == MOTION:
             q[S.uq[c]], u[c], udot[c] = drive_profile(S, c, inputs, t)
 
 
@@ -33,12 +34,13 @@ def apply_prescribed(S, t, q, u, inputs, udot):
 def joint_forces(S, t, q, u, inputs, Q):
     """Q += joint spring/damper forces -k (q - q_preload) - c qd, torque inputs and PD servo
     torques kp (q_ref - q) + kd (qd_ref - qd), per joint coordinate [N m or N]."""
+    uq, k_spring, c_spring, q_preload, drive = S.uq, S.k_spring, S.c_spring, S.q_preload, S.drive
     for c in range(S.nv):
-        qc = S.uq[c]
+        qc = uq[c]
         if qc < 0:
             continue
-        Q[c] -= S.k_spring[c] * (q[qc] - S.q_preload[c]) + S.c_spring[c] * u[c]
-        d = S.drive[c]
+        Q[c] -= k_spring[c] * (q[qc] - q_preload[c]) + c_spring[c] * u[c]
+        d = drive[c]
         if d == TORQUE:
             Q[c] += inputs[S.drive_in[c]]
         elif d == SERVO:

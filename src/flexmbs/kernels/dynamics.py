@@ -113,16 +113,17 @@ def cholesky_solve(M, b, L):
 
 @njit(**JIT)
 def qdot_of(S, q, u, qd):
-    """Position-coordinate rates from velocities: qdot = u except for quaternions."""
+    """Position-coordinate rates from velocities into qd[:nq]: qdot = u except for quaternions."""
+    uq, nm, eq, ev, quat_q = S.uq, S.nm, S.eq, S.ev, S.quat_q
     for c in range(S.nv):
-        if S.uq[c] >= 0:
-            qd[S.uq[c]] = u[c]
+        if uq[c] >= 0:
+            qd[uq[c]] = u[c]
     for i in range(S.nb):
-        for k in range(S.nm[i]):
-            qd[S.eq[i] + k] = u[S.ev[i] + k]
-        k = S.quat_q[i]
+        for k in range(nm[i]):
+            qd[eq[i] + k] = u[ev[i] + k]
+        k = quat_q[i]
         if k >= 0:
-            quat_rate(q[k:k + 4], u[S.quat_u[i]:S.quat_u[i] + 3], qd[k:k + 4])
+            quat_rate(q, k, u, S.quat_u[i], qd)
 
 
 @njit(**JIT)
@@ -131,10 +132,15 @@ def rhs(S, W, t, x, inputs, xd):
     nq = S.nq
     q = W.xq
     u = W.xu
-    copy1(x[:nq], q)
-    copy1(x[nq:], u)
-    ok = accelerations(S, W, t, q, u, inputs, xd[nq:])
-    qdot_of(S, q, u, xd[:nq])
+    udot = W.xud
+    for i in range(nq):
+        q[i] = x[i]
+    for i in range(u.shape[0]):
+        u[i] = x[nq + i]
+    ok = accelerations(S, W, t, q, u, inputs, udot)
+    for i in range(u.shape[0]):
+        xd[nq + i] = udot[i]
+    qdot_of(S, q, u, xd)
     return ok
 
 

@@ -9,8 +9,8 @@ quaternion never meets a singular map).
 
 from numba import njit
 
-from .linalg import copy2, mm, mv
-from .rotations import JIT, cross, quat_to_matrix, rot_axis
+from .linalg import copy2, mm
+from .rotations import JIT, quat_to_matrix, rot_axis
 
 FIXED, REVOLUTE, PRISMATIC, CYLINDRICAL, UNIVERSAL, SPHERICAL, PLANAR, FREE = range(8)
 # Joint type codes in flexmbs.model.JOINT_TYPES order.
@@ -19,53 +19,60 @@ CODE_OF = {"fixed": FIXED, "revolute": REVOLUTE, "prismatic": PRISMATIC, "cylind
 
 
 @njit(**JIT)
-def joint_kinematics(jt, a1, a2, q, u, p, R, Sv, Sw, cw, R1, R2, b):
-    """Fill p (3), R (3x3), Sv, Sw (3 x nv, zeroed by caller), cw (3) for joint coordinates
-    q, u. R1, R2 (3x3) and b (3) are scratch."""
+def joint_kinematics(jt, axes1, axes2, i, q, kq, u, ku, p, R, Sv, Sw, cw, R1, R2, b):
+    """Fill p (3), R (3x3), Sv, Sw (3 x nv, zeroed by caller), cw (3) for the joint of body i:
+    axes axes1[i], axes2[i] (unit, in P), coordinates q[kq:], rates u[ku:] (read by offset, so
+    that the hot path takes no array views). R1, R2 (3x3) and b (3) are scratch."""
     for k in range(3):
         cw[k] = 0.0
         p[k] = 0.0
+    x1, y1, z1 = axes1[i, 0], axes1[i, 1], axes1[i, 2]
     if jt == REVOLUTE:
-        rot_axis(a1, q[0], R)
-        _set_col(Sw, 0, a1)
+        rot_axis(x1, y1, z1, q[kq], R)
+        _set_col(Sw, 0, x1, y1, z1)
     elif jt == PRISMATIC:
         _identity(R)
+        _set_col(Sv, 0, x1, y1, z1)
         for k in range(3):
-            p[k] = a1[k] * q[0]
-            Sv[k, 0] = a1[k]
+            p[k] = axes1[i, k] * q[kq]
     elif jt == CYLINDRICAL:
-        rot_axis(a1, q[1], R)
+        rot_axis(x1, y1, z1, q[kq + 1], R)
+        _set_col(Sv, 0, x1, y1, z1)
+        _set_col(Sw, 1, x1, y1, z1)
         for k in range(3):
-            p[k] = a1[k] * q[0]
-            Sv[k, 0] = a1[k]
-            Sw[k, 1] = a1[k]
+            p[k] = axes1[i, k] * q[kq]
     elif jt == UNIVERSAL:
-        rot_axis(a1, q[0], R1)
-        rot_axis(a2, q[1], R2)
+        x2, y2, z2 = axes2[i, 0], axes2[i, 1], axes2[i, 2]
+        rot_axis(x1, y1, z1, q[kq], R1)
+        rot_axis(x2, y2, z2, q[kq + 1], R2)
         mm(R1, R2, R)
-        mv(R1, a2, b)
-        _set_col(Sw, 0, a1)
-        _set_col(Sw, 1, b)
-        cross(a1, b, cw)
         for k in range(3):
-            cw[k] *= u[0] * u[1]
+            b[k] = R1[k, 0] * x2 + R1[k, 1] * y2 + R1[k, 2] * z2
+        _set_col(Sw, 0, x1, y1, z1)
+        _set_col(Sw, 1, b[0], b[1], b[2])
+        uu = u[ku] * u[ku + 1]
+        cw[0] = (y1 * b[2] - z1 * b[1]) * uu
+        cw[1] = (z1 * b[0] - x1 * b[2]) * uu
+        cw[2] = (x1 * b[1] - y1 * b[0]) * uu
     elif jt == SPHERICAL:
-        quat_to_matrix(q[0:4], R)
+        quat_to_matrix(q, kq, R)
         copy2(R, Sw)
     elif jt == PLANAR:
-        cross(a1, a2, b)
-        rot_axis(a1, q[2], R)
+        x2, y2, z2 = axes2[i, 0], axes2[i, 1], axes2[i, 2]
+        bx, by, bz = y1 * z2 - z1 * y2, z1 * x2 - x1 * z2, x1 * y2 - y1 * x2
+        rot_axis(x1, y1, z1, q[kq + 2], R)
+        _set_col(Sv, 0, x2, y2, z2)
+        _set_col(Sv, 1, bx, by, bz)
+        _set_col(Sw, 2, x1, y1, z1)
         for k in range(3):
-            p[k] = a2[k] * q[0] + b[k] * q[1]
-            Sv[k, 0] = a2[k]
-            Sv[k, 1] = b[k]
-            Sw[k, 2] = a1[k]
+            p[k] = Sv[k, 0] * q[kq] + Sv[k, 1] * q[kq + 1]
     elif jt == FREE:
-        quat_to_matrix(q[3:7], R)
+        quat_to_matrix(q, kq + 3, R)
         for k in range(3):
-            p[k] = q[k]
+            p[k] = q[kq + k]
             Sv[k, k] = 1.0
-        copy2(R, Sw[:, 3:6])
+            for l in range(3):
+                Sw[k, 3 + l] = R[k, l]
     else:
         _identity(R)
 
@@ -78,6 +85,7 @@ def _identity(R):
 
 
 @njit(**JIT)
-def _set_col(A, c, v):
-    for i in range(3):
-        A[i, c] = v[i]
+def _set_col(A, c, x, y, z):
+    A[0, c] = x
+    A[1, c] = y
+    A[2, c] = z

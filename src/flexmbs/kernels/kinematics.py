@@ -180,8 +180,8 @@ def forward(S, W, q, u):
         fill2(Sv, 0.0)
         fill2(Sw, 0.0)
         uj = u[j0:j0 + nvj]
-        joint_kinematics(S.jtype[i], S.axis1[i], S.axis2[i], q[S.jq[i]:S.jq[i] + S.jnq[i]],
-                         uj, pJ, RJ, Sv, Sw, cw, W.k_R1, W.k_R2, W.k_b)
+        joint_kinematics(S.jtype[i], S.axis1, S.axis2, i, q, S.jq[i], u, j0, pJ, RJ, Sv, Sw, cw,
+                         W.k_R1, W.k_R2, W.k_b)
         mv(Am, pJ, pw)
         mv(Sw, uj, tmp3)
         mv(Am, tmp3, wrel)

@@ -24,9 +24,8 @@ def cross_add(a, b, out, alpha):
 
 
 @njit(**JIT)
-def _rodrigues(k, c1, c2, out):
-    """out = I + c1 skew(k) + c2 skew(k)^2."""
-    x, y, z = k[0], k[1], k[2]
+def _rodrigues(x, y, z, c1, c2, out):
+    """out = I + c1 skew(k) + c2 skew(k)^2 for k = (x, y, z)."""
     out[0, 0] = 1.0 - c2 * (y * y + z * z)
     out[1, 1] = 1.0 - c2 * (x * x + z * z)
     out[2, 2] = 1.0 - c2 * (x * x + y * y)
@@ -39,14 +38,15 @@ def _rodrigues(k, c1, c2, out):
 
 
 @njit(**JIT)
-def rot_axis(axis, angle, out):
-    """out = rotation by `angle` [rad] about the unit vector `axis`."""
-    _rodrigues(axis, np.sin(angle), 1.0 - np.cos(angle), out)
+def rot_axis(x, y, z, angle, out):
+    """out = rotation by `angle` [rad] about the unit vector (x, y, z)."""
+    _rodrigues(x, y, z, np.sin(angle), 1.0 - np.cos(angle), out)
 
 
 @njit(**JIT)
-def quat_to_matrix(q, out):
-    w, x, y, z = q[0], q[1], q[2], q[3]
+def quat_to_matrix(q, k, out):
+    """out = rotation matrix of the unit quaternion q[k:k + 4] = [w, x, y, z]."""
+    w, x, y, z = q[k], q[k + 1], q[k + 2], q[k + 3]
     out[0, 0] = 1 - 2 * (y * y + z * z)
     out[0, 1] = 2 * (x * y - w * z)
     out[0, 2] = 2 * (x * z + w * y)
@@ -59,12 +59,15 @@ def quat_to_matrix(q, out):
 
 
 @njit(**JIT)
-def quat_rate(q, w_body, out):
-    """Quaternion derivative for body-frame angular velocity: qdot = 1/2 q (x) [0, w]."""
-    out[0] = -0.5 * (q[1] * w_body[0] + q[2] * w_body[1] + q[3] * w_body[2])
-    out[1] = 0.5 * (q[0] * w_body[0] + q[2] * w_body[2] - q[3] * w_body[1])
-    out[2] = 0.5 * (q[0] * w_body[1] + q[3] * w_body[0] - q[1] * w_body[2])
-    out[3] = 0.5 * (q[0] * w_body[2] + q[1] * w_body[1] - q[2] * w_body[0])
+def quat_rate(q, k, w, kw, out):
+    """out[k:k + 4] = d/dt q[k:k + 4] = 1/2 q (x) [0, w] for the body-frame angular velocity
+    w[kw:kw + 3] [rad/s] (offsets instead of views)."""
+    q0, q1, q2, q3 = q[k], q[k + 1], q[k + 2], q[k + 3]
+    w0, w1, w2 = w[kw], w[kw + 1], w[kw + 2]
+    out[k] = -0.5 * (q1 * w0 + q2 * w1 + q3 * w2)
+    out[k + 1] = 0.5 * (q0 * w0 + q2 * w2 - q3 * w1)
+    out[k + 2] = 0.5 * (q0 * w1 + q3 * w0 - q1 * w2)
+    out[k + 3] = 0.5 * (q0 * w2 + q1 * w1 - q2 * w0)
 
 
 @njit(**JIT)
@@ -92,7 +95,7 @@ def expmap(psi, out):
     """out = exp(skew(psi)): rotation by the rotation vector psi [rad]."""
     th = np.sqrt(psi[0] ** 2 + psi[1] ** 2 + psi[2] ** 2)
     a, b = _dexp_coeffs(th)
-    _rodrigues(psi, 1.0 - th * th * b, a, out)
+    _rodrigues(psi[0], psi[1], psi[2], 1.0 - th * th * b, a, out)
 
 
 @njit(**JIT)
@@ -100,7 +103,7 @@ def dexp(psi, out):
     """out = T(psi), with d/dt exp(skew psi) exp(skew psi)^T = skew(T(psi) psi_dot)."""
     th = np.sqrt(psi[0] ** 2 + psi[1] ** 2 + psi[2] ** 2)
     a, b = _dexp_coeffs(th)
-    _rodrigues(psi, a, b, out)
+    _rodrigues(psi[0], psi[1], psi[2], a, b, out)
 
 
 @njit(**JIT)

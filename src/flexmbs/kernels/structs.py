@@ -54,6 +54,21 @@ SYSTEM_FIELDS: tuple[tuple[str, str], ...] = (
     ("pt_H", "(nb, npmax, nmax, nmax) foreshortening matrix: axial displacement -1/2 eta^T H eta [1/m]"),
     ("Mc", "(nb, 6+nmax, 6+nmax) constant part of the body mass matrix in z = [v; w; etad] (B axes) "
            "[kg, kg m, kg m^2]: all of a rigid body; what its points do not carry for a flexible one"),
+    # moments of the mass points (kernels/body.py): with them the sums over points are exact
+    # polynomials in eta (up to eta^4 with foreshortening); one slot per body that uses them, B axes
+    ("iv_k", "(nb,) the body's slot in iv_m ... iv_Me, -1: it sums over its mass points (cheaper, or rigid)"),
+    ("iv_h", "(nb,) the body's slot in iv_G ... iv_HH, -1: no foreshortening"),
+    ("iv_m", "(nk,) sum m_q: mass of the points [kg]"),
+    ("iv_S", "(nk, 3) sum m_q s_q: first moment of the undeformed points [kg m]"),
+    ("iv_A", "(nk, 3, 3) sum m_q s_q s_q^T: second moment [kg m^2]"),
+    ("iv_Sb", "(nk, 3, nmax) sum m_q P_q: modal first moment [kg m per unit eta]"),
+    ("iv_Sk", "(nk, 3, 3, nmax) [k, l, j] sum m_q s_qk P_qlj [kg m^2 per unit eta]"),
+    ("iv_C", "(nk, 3, 3, nmax, nmax) [k, l, i, j] sum m_q P_qki P_qlj [kg m^2 per unit eta^2]"),
+    ("iv_Me", "(nk, nmax, nmax) sum m_q P_q^T P_q: the points' modal mass [kg m^2 per unit eta^2]"),
+    ("iv_G", "(nh, nmax, nmax) sum m_q H_q [kg/m]"),
+    ("iv_HS", "(nh, nmax, nmax, 3) [a, b, k] sum m_q H_qab s_qk [kg]"),
+    ("iv_HP", "(nh, nmax, nmax, 3, nmax) [a, b, k, c] sum m_q H_qab P_qkc [kg per unit eta]"),
+    ("iv_HH", "(nh, nmax, nmax, nmax, nmax) [a, b, c, d] sum m_q H_qab H_qcd [kg/m^2]"),
     ("Ke", "(nb, nmax, nmax) modal stiffness [N m per unit eta^2]"),
     ("De", "(nb, nmax, nmax) modal damping [N m s per unit eta^2]"),
     # markers
@@ -134,7 +149,10 @@ def _workspace_fields(S) -> dict:
       multipliers [N or N m] and reaction directions (kernels/constraints.py);
     scratch by kernel:
       k_*  kinematics.forward        m_*  kinematics.marker_local / marker_world
-      b_*  body.body_terms           i_*  inertia.inertia (per-body Jacobian i_J, z, c, M, h, F)
+      b_*  body.body_terms (moments: b_J inertia tensor, b_B [k, l, j] sum m r_k D_lj, b_N its
+           contraction with etad, b_Ce / b_Cd iv_C contracted with eta / etad, b_W1, b_W2, b_W3,
+           b_V the foreshortening moments contracted with eta)
+      i_*  inertia.inertia (per-body Jacobian i_J, z, c, M, h, F)
       l_*  loads.load_forces         s_*  dynamics.composite_accelerations (solve)
       c_*  constraints               e_*  energy.energies        o_*  outputs.sample
       ab_* articulated (the recursion; nbd = 6 + nmax, body axes throughout):
@@ -155,7 +173,8 @@ def _workspace_fields(S) -> dict:
         gravity in body axes; joint kinematics scratch ab_p, ab_R, ab_Sv, ab_Sw, ab_cw, ab_R1,
         ab_R2, ab_bj; load scratch: marker frames abl_*a, abl_*b, force ab_F [N], torque
         ab_Tq [N m], ab_t (3).
-      xq, xu: dynamics.rhs's copies of q and u (prescribed values are written into them).
+      xq, xu, xud: dynamics.rhs's copies of q and u (prescribed values are written into them)
+        and its udot.
     """
     nb, nv = S.nb, S.nv
     nc = S.cr_a.shape[0]
@@ -174,12 +193,14 @@ def _workspace_fields(S) -> dict:
         m_t1=z(3), m_psi=z(3), m_psid=z(3), m_E=z((3, 3)), m_T=z((3, 3)),
         m_sw=z(3), m_sdw=z(3), m_wrw=z(3), m_TPsi=z((3, nmax)), m_h=z(nmax), m_hd=z(nmax),
         b_r=z(3), b_a=z(3), b_t=z(3), b_D=z((3, nmax)), b_h=z(nmax), b_hd=z(nmax),
-        b_S=z(3), b_pv=z(3), b_pw=z(3),
+        b_J=z((3, 3)), b_N=z((3, 3)), b_B=z((3, 3, nmax)),
+        b_Ce=z((3, 3, nmax)), b_Cd=z((3, 3, nmax)), b_g=z(nmax), b_W1=z((nmax, nmax, nmax)),
+        b_W2=z((nmax, 3, nmax)), b_W3=z((nmax, nmax, 3)), b_V=z((nmax, nmax)), b_x=z(3), b_y=z(3),
         i_J=z((nbd, nv)), i_c=z(nbd), i_z=z(nbd), i_g=z(3), i_M=z((nbd, nbd)), i_h=z(nbd), i_F=z(nbd),
         i_MJ=z((nbd, nv)), **_marker_frame("i_", nv, "ab"),
         l_F=z(3), l_T=z(3), l_t=z(3), **_marker_frame("l_", nv, "ab"),
         s_rhs=z(nv), s_Mrow=z((nv, nv)),
-        xq=z(S.nq), xu=z(nv),
+        xq=z(S.nq), xu=z(nv), xud=z(nv),
         c_g=z(nc), c_G=z((nc, nv)), c_G0=z((nc, nv)), c_gam=z(nc), c_X=z((nc, nv)), c_S=z((nc, nc)),
         c_LS=z((nc, nc)), c_lam=z(nc), c_r=z(nc), c_dir=z((nc, 3)), c_e=z(3), c_f=z(3), c_t=z(3),
         c_d=z(3), c_dd=z(3), c_ed=z(3), c_fd=z(3), **_marker_frame("c_", nv, "ab"),
@@ -243,6 +264,9 @@ def _prototype_system() -> tuple:
         c_R=f((0, 3, 3)), axis1=f((0, 3)), axis2=f((0, 3)), jq=i(0), jnq=i(0), ju=i(0), jnv=i(0),
         quat_q=i(0), quat_u=i(0), nm=i(0), eq=i(0), ev=i(0), eta_max=f((0, 1)), mass=f(0), pt_n=i(0), pt_m=f((0, 1)),
         pt_s=f((0, 1, 3)), pt_P=f((0, 1, 3, 1)), pt_H=f((0, 1, 1, 1)), Mc=f((0, 7, 7)),
+        iv_k=i(0), iv_h=i(0), iv_m=f(0), iv_S=f((0, 3)), iv_A=f((0, 3, 3)), iv_Sb=f((0, 3, 1)),
+        iv_Sk=f((0, 3, 3, 1)), iv_C=f((0, 3, 3, 1, 1)), iv_Me=f((0, 1, 1)), iv_G=f((0, 1, 1)),
+        iv_HS=f((0, 1, 1, 3)), iv_HP=f((0, 1, 1, 3, 1)), iv_HH=f((0, 1, 1, 1, 1)),
         Ke=f((0, 1, 1)), De=f((0, 1, 1)),
         mk_body=i(0), mk_s0=f((0, 3)), mk_R0=f((0, 3, 3)), mk_Phi=f((0, 3, 1)), mk_Psi=f((0, 3, 1)),
         mk_H=f((0, 1, 1)), uq=i(0), k_spring=f(0), c_spring=f(0), q_preload=f(0), drive=i(0),
