@@ -38,7 +38,9 @@ def test_static_cantilever_rotation_is_measured_and_warned_past_the_limit(rotati
     x0 = equilibrium(system)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        res = flexmbs.simulate(system, 0.01, output_step=0.005, x0=x0)
+        # rtol 1e-10: at the default tolerance the integrator's own error rings the 24th FE mode
+        # (a rate of 4-16 in mass-normalised units), which the measure then sees at 1e-7 - 1e-6
+        res = flexmbs.simulate(system, 0.01, output_step=0.005, x0=x0, rtol=1e-10)
     (found,) = largest_deflections(system, res.time, res.states)
     assert found.body == "beam" and found.value == pytest.approx(rotation, rel=1e-6)
     assert np.allclose(found.where, [L, 0, 0])

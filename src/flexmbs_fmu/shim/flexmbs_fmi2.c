@@ -129,6 +129,10 @@ typedef struct {
     int (*FinalizeEx)(void);
     /* objects */
     PyObject *(*ImportModule)(const char *);
+    PyObject *(*GetModule)(PyObject *);
+    PyObject *(*GetModuleDict)(void);
+    int (*DictSetItemString)(PyObject *, const char *, PyObject *);
+    int (*DictDelItemString)(PyObject *, const char *);
     PyObject *(*GetAttrString)(PyObject *, const char *);
     PyObject *(*CallObject)(PyObject *, PyObject *);
     PyObject *(*Call)(PyObject *, PyObject *, PyObject *);
@@ -142,6 +146,7 @@ typedef struct {
     PyObject *(*ErrOccurred)(void);
     void (*ErrFetch)(PyObject **, PyObject **, PyObject **);
     void (*ErrClear)(void);
+    void (*ErrRestore)(PyObject *, PyObject *, PyObject *);
     PyObject *(*ListNew)(Py_ssize_t);
     Py_ssize_t (*ListSize)(PyObject *);
     PyObject *(*ListGetItem)(PyObject *, Py_ssize_t);
@@ -174,10 +179,12 @@ static int lookup(void *handle, PyApi *api)
     SYM(GILEnsure, "PyGILState_Ensure") SYM(GILRelease, "PyGILState_Release")
     SYM(RunSimpleString, "PyRun_SimpleString") SYM(SaveThread, "PyEval_SaveThread") SYM(FinalizeEx, "Py_FinalizeEx")
     SYM(ImportModule, "PyImport_ImportModule") SYM(GetAttrString, "PyObject_GetAttrString")
+    SYM(GetModule, "PyImport_GetModule") SYM(GetModuleDict, "PyImport_GetModuleDict")
+    SYM(DictSetItemString, "PyDict_SetItemString") SYM(DictDelItemString, "PyDict_DelItemString")
     SYM(CallObject, "PyObject_CallObject") SYM(Call, "PyObject_Call") SYM(VaBuildValue, "Py_VaBuildValue")
     SYM(IncRef, "Py_IncRef") SYM(DecRef, "Py_DecRef") SYM(IsTrue, "PyObject_IsTrue") SYM(Str, "PyObject_Str")
     SYM(AsUTF8, "PyUnicode_AsUTF8") SYM(UnicodeFromString, "PyUnicode_FromString")
-    SYM(ErrOccurred, "PyErr_Occurred") SYM(ErrFetch, "PyErr_Fetch") SYM(ErrClear, "PyErr_Clear")
+    SYM(ErrOccurred, "PyErr_Occurred") SYM(ErrFetch, "PyErr_Fetch") SYM(ErrClear, "PyErr_Clear") SYM(ErrRestore, "PyErr_Restore")
     SYM(ListNew, "PyList_New") SYM(ListSize, "PyList_Size") SYM(ListGetItem, "PyList_GetItem")
     SYM(ListSetItem, "PyList_SetItem") SYM(ListInsert, "PyList_Insert") SYM(SequenceContains, "PySequence_Contains")
     SYM(TupleGetItem, "PyTuple_GetItem") SYM(TupleSize, "PyTuple_Size")
@@ -485,13 +492,29 @@ static void drain_log(Instance *in)
 /* slave.<method>(*args), the arguments built from `fmt` (Py_BuildValue's format: "(dd)", "(O)",
    NULL for none). Returns a new reference, or NULL with the exception logged; the slave's
    messages are passed on either way. */
-static PyObject *vcall(Instance *in, const char *method, const char *fmt, va_list ap)
+static PyObject *invoke(PyObject *obj, const char *method, const char *fmt, va_list ap)
 {
     PyObject *args = fmt ? py.VaBuildValue(fmt, ap) : NULL;
-    PyObject *fn = (args || !fmt) ? py.GetAttrString(in->slave, method) : NULL;
+    PyObject *fn = (args || !fmt) ? py.GetAttrString(obj, method) : NULL;
     PyObject *result = fn ? py.CallObject(fn, args) : NULL;
     if (fn) py.DecRef(fn);
     if (args) py.DecRef(args);
+    return result;
+}
+
+/* obj.<method>(*args) without logging: a new reference, or NULL with the exception pending. */
+static PyObject *invoke_on(PyObject *obj, const char *method, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    PyObject *result = invoke(obj, method, fmt, ap);
+    va_end(ap);
+    return result;
+}
+
+static PyObject *vcall(Instance *in, const char *method, const char *fmt, va_list ap)
+{
+    PyObject *result = invoke(in->slave, method, fmt, ap);
     if (!result) log_exception(in, method);
     drain_log(in);
     return result;
@@ -571,8 +594,44 @@ static PyObject *build(const char *fmt, ...)
     return o;
 }
 
-/* Import the slave module from the resources and create the slave,
-   SHIM_CLASS(instance_name=..., resources=..., visible=...); 0 with the reason logged. */
+/* The slave module of a resource folder: <resources>/SHIM_MODULE.py run as a module named
+   SHIM_MODULE_<hash of the folder>, kept in sys.modules, so that two FMUs with one model
+   identifier (two builds of a model) in one process each run their own module; a new
+   reference, or NULL with the exception pending. */
+static PyObject *slave_module(const char *resources)
+{
+    unsigned long long h = 1469598103934665603ULL;   /* FNV-1a, 64 bit */
+    for (const char *p = resources; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+    char name[256], file[4400];
+    snprintf(name, sizeof name, "%s_%016llx", SHIM_MODULE, h);
+    snprintf(file, sizeof file, "%s/%s.py", resources, SHIM_MODULE);
+    PyObject *key = py.UnicodeFromString(name);
+    PyObject *module = key ? py.GetModule(key) : NULL;
+    if (key) py.DecRef(key);
+    if (module || py.ErrOccurred()) return module;
+    PyObject *util = py.ImportModule("importlib.util");
+    PyObject *spec = util ? invoke_on(util, "spec_from_file_location", "(ss)", name, file) : NULL;
+    module = spec ? invoke_on(util, "module_from_spec", "(O)", spec) : NULL;
+    int listed = module && py.DictSetItemString(py.GetModuleDict(), name, module) == 0;
+    PyObject *loader = listed ? py.GetAttrString(spec, "loader") : NULL;
+    PyObject *done = loader ? invoke_on(loader, "exec_module", "(O)", module) : NULL;
+    if (!done && module) {
+        PyObject *type = NULL, *value = NULL, *tb = NULL;   /* keep the reason across the clean-up */
+        py.ErrFetch(&type, &value, &tb);
+        if (listed) py.DictDelItemString(py.GetModuleDict(), name);
+        py.DecRef(module);
+        module = NULL;
+        py.ErrRestore(type, value, tb);
+    }
+    if (done) py.DecRef(done);
+    if (loader) py.DecRef(loader);
+    if (spec) py.DecRef(spec);
+    if (util) py.DecRef(util);
+    return module;
+}
+
+/* Create the slave SHIM_CLASS(instance_name=..., resources=..., visible=...) from the slave
+   module of the resources; 0 with the reason logged. */
 static int create_slave(Instance *in)
 {
     PyObject *sys = py.ImportModule("sys");
@@ -582,7 +641,7 @@ static int create_slave(Instance *in)
     if (folder) py.DecRef(folder);
     if (path) py.DecRef(path);
     if (sys) py.DecRef(sys);
-    PyObject *module = ok ? py.ImportModule(SHIM_MODULE) : NULL;
+    PyObject *module = ok ? slave_module(in->resources) : NULL;
     PyObject *cls = module ? py.GetAttrString(module, SHIM_CLASS) : NULL;
     if (module) py.DecRef(module);
     PyObject *args = cls ? build("()") : NULL;
