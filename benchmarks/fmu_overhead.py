@@ -21,9 +21,10 @@ time-series observer started on those 4 (a last-value observer would read every 
 Times are CPU times of the process (time.process_time; the C host measures its own with
 CLOCK_PROCESS_CPUTIME_ID), which a shared machine disturbs less than wall time. Rounds are
 interleaved (direct, fmpy, C host, libcosim, direct, ...); reported per step: min and median
-over rounds. The servo demo (7 FMUs, 1 ms) runs through our fmpy master
-(flexmbs_fmu.cosim.Master) (Gauss-Seidel, 1 ms) and libcosim (Jacobi, on its SSP package at 0.5 ms, the step that scheme
-needs), once each after a warm-up.
+over rounds. The servo demo (7 FMUs, 2.5 s) runs once each after a warm-up through our fmpy
+master (flexmbs_fmu.cosim.Master, Gauss-Seidel, 1 ms), the C master (benchmarks/c_master.c, the
+same scheme, from a plan written here; its final values are compared with the fmpy master's)
+and libcosim (Jacobi, on its SSP package at 0.5 ms, the step that scheme needs).
 """
 
 from __future__ import annotations
@@ -38,12 +39,14 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import yaml
 
 from flexmbs.model.catalog import models_dir
 
 HERE = Path(__file__).resolve().parent
 C_HOST = HERE.parent / "tests" / "c_host.c"
+C_MASTER = HERE / "c_master.c"
 H = 1e-3
 TORQUES = {"shoulder.tau": 0.3, "elbow.tau": -0.1}
 READ = ["shoulder.q", "shoulder.qd", "elbow.q", "elbow.qd"]
@@ -110,15 +113,45 @@ class FmpyHost:
         return (time.process_time() - t0) / steps
 
 
-def c_host_binary(folder: Path) -> Path | None:
+def c_binary(folder: Path, name: str, source: Path) -> Path | None:
+    """Compile one of the C hosts into folder/name; None without a C compiler."""
     from flexmbs_fmu.shim import compiler
 
     cc = compiler()
     if cc is None:
         return None
-    exe = folder / "c_host"
-    subprocess.run([cc, "-O2", "-o", str(exe), str(C_HOST), "-ldl"], check=True)
+    exe = folder / name
+    subprocess.run([cc, "-O2", "-o", str(exe), str(source), "-ldl"], check=True)
     return exe
+
+
+def run_c_master(exe: Path, asm, plan: Path, t_end: float) -> tuple[float, int, np.ndarray]:
+    """Run the Assembly (Gauss-Seidel sequence) in the C master: (CPU seconds of the steps after
+    the first, their number, the connections' source values at the end)."""
+    from fmpy import extract, read_model_description
+
+    lines, described, unzipped = [], {}, {}
+    for e in asm.elements:
+        fmu = str(e.fmu)
+        if fmu not in described:
+            described[fmu], unzipped[fmu] = read_model_description(fmu), Path(extract(fmu))
+        md, d = described[fmu], unzipped[fmu]
+        lines.append(f"element {e.name} {d / 'binaries' / 'linux64' / (md.coSimulation.modelIdentifier + '.so')} "
+                     f"{(d / 'resources').as_uri()} {md.guid}")
+        types = {v.name: (v.valueReference, v.type) for v in md.modelVariables}
+        for name, value in e.parameters.items():
+            vr, kind = types[name]
+            lines.append(f"{'string' if kind == 'String' else 'real'} {e.name} {vr} {value!r}".replace("'", ""))
+    vrs = {e.name: {v.name: v.valueReference for v in described[str(e.fmu)].modelVariables} for e in asm.elements}
+    for src, dst in asm.connections:
+        (se, sv), (de, dv) = src.split(".", 1), dst.split(".", 1)
+        lines.append(f"link {se} {vrs[se][sv]} {de} {vrs[de][dv]}")
+    lines += [f"sequence {' '.join(asm.sequence)}", f"run {H!r} {int(round(t_end / H))}"]
+    plan.write_text("\n".join(lines) + "\n")
+    out = subprocess.run([str(exe), str(plan)], capture_output=True, text=True, check=True, env={}).stdout.split("\n")
+    _, seconds, timed = out[0].split()
+    links = np.array([float(line.split()[2]) for line in out[1:] if line.startswith("link")])
+    return float(seconds), int(timed), links
 
 
 def per_step_c_host(exe: Path, unzipped: Path, guid: str, ident: str, vr: dict[str, int], steps: int) -> float:
@@ -222,7 +255,13 @@ def bench_servo(folder: Path) -> dict:
     with Master(asm) as m:
         m.initialize()
         m.run(T, H)
+        final = m._reader(m._sources)()
     result["fmpy_master_real_time_factor"] = T / (time.process_time() - start)
+    exe = c_binary(folder, "c_master", C_MASTER)
+    if exe is not None:
+        seconds, timed, links = run_c_master(exe, asm, folder / "servo_plan.txt", T)
+        result["c_master_real_time_factor_steps_after_first"] = timed * H / seconds
+        result["c_master_max_difference_to_fmpy_master"] = float(np.max(np.abs(links - final)))
     try:    # libcosim is a Jacobi master: the demo runs it at 0.5 ms (docs/servo.md)
         ssp = folder / "servo.ssp"
         write_ssp(assembly(replace(design, gauss_seidel=False, step_size=H / 2), fmus), ssp)
@@ -244,7 +283,7 @@ def main() -> None:
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="fmu_overhead_") as tmp:
         folder = Path(tmp)
-        exe = c_host_binary(folder)
+        exe = c_binary(folder, "c_host", C_HOST)
         results = [bench_plant(folder, m, args.steps, args.rounds, exe) for m in ("rk4", None)]
         servo = None if args.no_servo else bench_servo(folder)
     if args.json:
@@ -266,7 +305,10 @@ def main() -> None:
         print(f"\nservo demo, {servo['fmus']} FMUs, 1 ms, {servo['stop_time_s']} s: real-time factor "
               f"{servo['fmpy_master_real_time_factor']:.2f} (fmpy master)"
               + (f", {servo['libcosim_jacobi_half_step_real_time_factor']:.2f} (libcosim, Jacobi at 0.5 ms)"
-                 if "libcosim_jacobi_half_step_real_time_factor" in servo else ""))
+                 if "libcosim_jacobi_half_step_real_time_factor" in servo else "")
+              + (f", {servo['c_master_real_time_factor_steps_after_first']:.2f} (C master, Gauss-Seidel, 1 ms; "
+                 f"final values {servo['c_master_max_difference_to_fmpy_master']:.1e} from the fmpy master's)"
+                 if "c_master_real_time_factor_steps_after_first" in servo else ""))
 
 
 if __name__ == "__main__":
