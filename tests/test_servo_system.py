@@ -71,15 +71,11 @@ def test_no_false_algebraic_loop(fmu_dir) -> None:
         assert m.feedthrough["m_elbow.tau_load"] == ["m_elbow.w_load"]
 
 
-def test_cosimulation_converges_to_the_monolithic_simulation(fmu_dir) -> None:
-    """Halving the communication step (controllers sampled at 2 ms) halves the joint-angle error
-    against the monolithic run (plant, armatures and sampled controllers in one ODE): first order,
-    from the controllers' one-step output delay and the held torques and speeds. (At 1 ms the
-    demo's gains are near the coupling's stability limit, docs/servo.md: not yet asymptotic.)"""
-    design = replace(short(1.0), gauss_seidel=False)
-    ref = reference(design)
+def _errors_against(ref: dict, design, steps: tuple[float, ...], fmu_dir) -> tuple[list[float], np.ndarray]:
+    """Largest joint-angle error [rad] of the co-simulation at each communication step against
+    the monolithic run `ref` (at the controllers' 2 ms samples), and the observed orders."""
     errors = []
-    for h in (5e-4, 2.5e-4, 1.25e-4):
+    for h in steps:
         d = replace(design, step_size=h)
         with Master(assembly(d, fmu_dir)) as m:
             m.initialize()
@@ -87,7 +83,17 @@ def test_cosimulation_converges_to_the_monolithic_simulation(fmu_dir) -> None:
         every = int(round(2e-3 / h))
         errors.append(max(np.max(np.abs(run[f"arm.{j}.q"][::every] - ref[f"arm.{j}.q"]))
                           for j in ("shoulder", "elbow")))
-    order = np.log2(np.array(errors[:-1]) / np.array(errors[1:]))
+    return errors, np.log2(np.array(errors[:-1]) / np.array(errors[1:]))
+
+
+def test_cosimulation_converges_to_the_monolithic_simulation(fmu_dir) -> None:
+    """Halving the communication step (controllers sampled at 2 ms) halves the joint-angle error
+    against the monolithic run (plant, armatures and sampled controllers in one ODE): first order,
+    from the controllers' one-step output delay and the held torques and speeds. (At 1 ms the
+    demo's gains are near the coupling's stability limit, docs/servo.md: not yet asymptotic.)"""
+    design = replace(short(1.0), gauss_seidel=False)
+    ref = reference(design)
+    errors, order = _errors_against(ref, design, (5e-4, 2.5e-4, 1.25e-4), fmu_dir)
     print(f"co-simulation vs monolithic: max joint-angle errors {errors} rad, observed orders {order}")
     assert np.ptp(ref["arm.shoulder.q"]) > 0.5
     assert np.all((order > 0.8) & (order < 1.3)), (errors, order)
@@ -100,18 +106,9 @@ def test_gauss_seidel_converges_at_first_order_from_the_demos_step(fmu_dir) -> N
     where Jacobi coupling needs 0.5 ms (the test above; at 1 ms its elbow ends in a limit cycle)."""
     design = short(1.0)
     assert design.gauss_seidel and design.step_size == 1e-3
-    ref = reference(design)
-    errors = []
-    for h in (2e-3, 1e-3, 5e-4):
-        d = replace(design, step_size=h)
-        with Master(assembly(d, fmu_dir)) as m:
-            assert m.sequence == ["r_shoulder", "r_elbow", "c_shoulder", "c_elbow", "m_shoulder", "m_elbow", "arm"]
-            m.initialize()
-            run = m.run(d.stop_time, h)
-        every = int(round(2e-3 / h))
-        errors.append(max(np.max(np.abs(run[f"arm.{j}.q"][::every] - ref[f"arm.{j}.q"]))
-                          for j in ("shoulder", "elbow")))
-    order = np.log2(np.array(errors[:-1]) / np.array(errors[1:]))
+    assert assembly(design, fmu_dir).sequence == ["r_shoulder", "r_elbow", "c_shoulder", "c_elbow", "m_shoulder",
+                                                  "m_elbow", "arm"]
+    errors, order = _errors_against(reference(design), design, (2e-3, 1e-3, 5e-4), fmu_dir)
     print(f"Gauss-Seidel vs monolithic: max joint-angle errors {errors} rad, observed orders {order}")
     assert np.all((order > 0.8) & (order < 1.3)), (errors, order)
 
