@@ -12,8 +12,10 @@ from flexmbs.model.catalog import models_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = models_dir()
-# the demos' designs (examples/designs.py) are example data, not package code
+# the demos' designs (examples/designs.py) are example data, not package code; the benchmarks'
+# models (benchmarks/models.py: the chain of coupled four-bars) are test mechanisms too
 sys.path.insert(0, str(ROOT / "examples"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,7 @@
-"""The articulated-body recursion (kernels/articulated.py) against the composite mass-matrix
-route (kernels/dynamics.py), an independent formulation of the same equations: accelerations
-and motion-drive torques at random states, whole simulations, and energy conservation."""
+"""The articulated-body recursion (kernels/articulated.py, closed loops by
+kernels/loop_closure.py) against the composite mass-matrix route (kernels/dynamics.py), an
+independent formulation of the same equations: accelerations, motion-drive torques and loop
+multipliers at random states, whole simulations, and energy conservation."""
 
 from __future__ import annotations
 
@@ -10,14 +11,16 @@ import numpy as np
 import pytest
 
 import flexmbs
-from flexmbs.kernels.dynamics import articulated_accelerations, composite_accelerations
+from flexmbs.kernels.dynamics import composite_accelerations, recursive_accelerations
 from flexmbs.kernels.drives import MOTION
 from flexmbs.kernels.structs import box, make_workspace
 from flexmbs.model import (Body, Damping, Drive, Joint, Load, Marker, Material, Model, Profile, Section,
                            Solver, Spring)
-from flexmbs.system import compile_model
+from flexmbs.model import model_from_dict
+from flexmbs.system import LOOP_RECURSION_BODIES, compile_model
 
 from mechanisms import huang_arm, spin_up_beam
+from models import four_bar_chain
 
 JOINT_TYPES = ("revolute", "prismatic", "cylindrical", "universal", "spherical", "planar", "free", "fixed")
 TOL = 1e-10
@@ -145,7 +148,7 @@ def _solve(route, system, t, q, u, inputs):
     ws = make_workspace(system.arrays)
     udot = np.zeros(system.nv)
     ok = route(system.ref, box(ws), t, q.copy(), u.copy(), inputs, udot)
-    return ok, udot, ws.tau_drive.copy()
+    return ok, udot, ws.tau_drive.copy(), ws.c_lam.copy()
 
 
 def assert_routes_agree(model: Model, states: int = 4, seed: int = 0, deflection: float = 0.2) -> None:
@@ -155,12 +158,15 @@ def assert_routes_agree(model: Model, states: int = 4, seed: int = 0, deflection
     for _ in range(states):
         q, u, inputs = _random_state(system, rng, deflection)
         t = float(rng.uniform(0, 3))
-        ok_c, ud_c, tau_c = _solve(composite_accelerations, system, t, q, u, inputs)
-        ok_r, ud_r, tau_r = _solve(articulated_accelerations, system, t, q, u, inputs)
+        ok_c, ud_c, tau_c, lam_c = _solve(composite_accelerations, system, t, q, u, inputs)
+        ok_r, ud_r, tau_r, lam_r = _solve(recursive_accelerations, system, t, q, u, inputs)
         assert ok_c and ok_r
         assert np.abs(ud_r - ud_c).max() <= TOL * np.abs(ud_c).max()
         if motion.any():
             assert np.abs(tau_r - tau_c)[motion].max() <= TOL * np.abs(tau_c[motion]).max()
+        if lam_c.size:
+            assert np.abs(lam_c).max() > 0.0
+            assert np.abs(lam_r - lam_c).max() <= TOL * np.abs(lam_c).max()
 
 
 @pytest.mark.parametrize("jtype", JOINT_TYPES)
@@ -208,15 +214,74 @@ def test_space_manipulator():
     assert_routes_agree(flexmbs.load_model("he_space_manipulator"))
 
 
+@pytest.mark.parametrize("name", ["four_bar", "slider_crank", "bricard", "he_crank_rocker"])
+def test_shipped_loops(name):
+    """Planar and spatial loops, redundant rows dropped, a motion-driven crank (slider_crank),
+    a flexible coupler with interface modes (he_crank_rocker)."""
+    model = flexmbs.load_model(name)
+    assert_routes_agree(model, deflection=0.05)
+
+
+def test_chain_of_coupled_loops():
+    """Eight four-bars, each driving the next: every loop shares a subtree with its neighbours."""
+    assert_routes_agree(model_from_dict(four_bar_chain(8)), states=3)
+
+
+def test_loop_rows_couple_only_their_neighbours():
+    """The coupling of the kept rows in G M^-1 G^T follows the tree: in a chain of n four-bars
+    (two kept rows each) a row meets the rows of its own and the neighbouring loops only, so the
+    envelope grows as n (what makes the loop solve O(n)); and it is the envelope of the dense
+    G M^-1 G^T of the composite route, which is zero outside it."""
+    for n in (4, 16):
+        system = compile_model(model_from_dict(four_bar_chain(n)))
+        A = system.arrays
+        assert A.cr_act.size == 2 * n
+        assert np.all(np.diff(A.cr_nbr_ptr) <= 4)
+        assert np.all(np.arange(2 * n) - A.cr_env <= 3)
+    ws = make_workspace(A)
+    q, u = system.q0 + 0.01, system.u0
+    _solve(composite_accelerations, system, 0.0, q, u, system.input_defaults)
+    ok = composite_accelerations(system.ref, box(ws), 0.0, q.copy(), u.copy(), system.input_defaults, np.zeros(A.nv))
+    assert ok
+    G = ws.c_G[A.cr_act]
+    M = ws.M.copy()
+    S = G @ np.linalg.solve(M, G.T)
+    coupled = np.zeros(S.shape, bool)
+    for i in range(A.cr_act.size):
+        coupled[i, A.cr_nbr[A.cr_nbr_ptr[i]:A.cr_nbr_ptr[i + 1]]] = True
+    coupled |= coupled.T
+    assert np.abs(S[~coupled]).max() <= 1e-12 * np.abs(S).max()
+    assert np.abs(S[coupled]).max() > 0.0
+
+
+def test_loop_simulations_agree():
+    """Three coupled four-bars for 0.5 s: the routes' crank and last rocker angles and the cut
+    joints' reaction forces agree along the whole run (dopri5 at rtol 1e-10)."""
+    model = model_from_dict(four_bar_chain(3))
+    kw = dict(rtol=1e-10, output_step=0.01)
+    rc = flexmbs.simulate(_with_dynamics(model, "composite"), 0.5, **kw)
+    rr = flexmbs.simulate(_with_dynamics(model, "recursive"), 0.5, **kw)
+    assert rc.system.arrays.recursive == 0 and rr.system.arrays.recursive == 1
+    names = ["crank.q", "rocker_2.q"] + [n for n in rc.names if ".force[" in n and np.abs(rc[n]).max() > 1e-3]
+    assert len(names) >= 5
+    for name in names:
+        scale = np.abs(rc[name]).max()
+        assert np.abs(rr[name] - rc[name]).max() <= 1e-7 * scale, name
+
+
 def test_selection():
-    """auto and recursive choose the recursion on trees, the composite route with cut joints or
-    massive rods; composite always the composite route."""
+    """recursive chooses the recursion wherever it applies (trees and loops), auto on trees and
+    on loop models from LOOP_RECURSION_BODIES bodies on; composite always the composite route;
+    massive rods always the composite route."""
     tree = flexible_tree()
     assert compile_model(tree).arrays.recursive == 1
     assert compile_model(replace(tree, solver=Solver(dynamics="composite"))).arrays.recursive == 0
-    for name in ("four_bar", "verlinden_slider_crank"):
-        model = flexmbs.load_model(name)
-        assert compile_model(replace(model, solver=replace(model.solver, dynamics="recursive"))).arrays.recursive == 0
+    four_bar = flexmbs.load_model("four_bar")
+    assert compile_model(four_bar).arrays.recursive == 0
+    assert compile_model(_with_dynamics(four_bar, "recursive")).arrays.recursive == 1
+    assert compile_model(model_from_dict(four_bar_chain(LOOP_RECURSION_BODIES // 2))).arrays.recursive == 1
+    rods = flexmbs.load_model("verlinden_slider_crank")
+    assert compile_model(_with_dynamics(rods, "recursive")).arrays.recursive == 0
 
 
 def test_unknown_dynamics_option_is_named():

@@ -73,6 +73,21 @@ def cut_rows(cuts: Sequence[Joint], markers: dict[str, int]) -> dict[str, np.nda
             "cr_E": np.array([r[5] for r in rows], float).reshape(n, 3, 3), "cr_on": np.ones(n, np.int64)}
 
 
+def row_coupling(arrays: tuple) -> dict[str, np.ndarray]:
+    """The coupling of the kept rows through the tree (cr_act, cr_nbr_ptr, cr_nbr, cr_env; see
+    SYSTEM_FIELDS), for the recursion's sparse G M^-1 G^T: a row's forces move only the
+    subtrees below the tops of its two bodies, so two rows interact only when those tops meet."""
+    act = np.flatnonzero(arrays.cr_on).astype(np.int64)
+    tops = [{int(arrays.tree_top[b]) for b in (arrays.mk_body[arrays.cr_a[r]], arrays.mk_body[arrays.cr_b[r]])
+             if b >= 0} for r in act]
+    ptr, nbr = [0], []
+    for i in range(act.size):
+        nbr += [j for j in range(i + 1) if tops[i] & tops[j] or j == i]
+        ptr.append(len(nbr))
+    return {"cr_act": act, "cr_nbr_ptr": np.array(ptr, np.int64), "cr_nbr": np.array(nbr, np.int64),
+            "cr_env": np.array([nbr[ptr[i]] for i in range(act.size)], np.int64)}
+
+
 class Loops:
     """Evaluates the loop constraints of compiled arrays at a state (own workspace).
 

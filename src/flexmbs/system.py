@@ -41,7 +41,7 @@ from .model import (
     inertia_matrix,
     validate,
 )
-from .loops import TOL, AssemblyWarning, assemble, cut_rows, row_names
+from .loops import TOL, AssemblyWarning, assemble, cut_rows, row_coupling, row_names
 from .so3 import quat_from_rotvec, rotation_matrix
 from .model.interfaces import interface_nodes, interface_stations
 from .model.segments import expand_segments
@@ -210,12 +210,34 @@ def _report_corrections(system: System, q_given: np.ndarray, u_given: np.ndarray
                           AssemblyWarning, stacklevel=3)
 
 
+def tree_groups(parent: np.ndarray) -> dict[str, np.ndarray]:
+    """tree_top, tree_sub_ptr, tree_sub (SYSTEM_FIELDS) of a tree given by its parent array
+    (tree order: parents first)."""
+    nb = parent.size
+    top = np.arange(nb, dtype=np.int64)
+    for b in range(nb):
+        if parent[b] >= 0:
+            top[b] = top[parent[b]]
+    order = np.argsort(top, kind="stable").astype(np.int64)
+    ptr = np.searchsorted(top[order], np.arange(nb + 1)).astype(np.int64)
+    return {"tree_top": top, "tree_sub_ptr": ptr, "tree_sub": order}
+
+
+# Bodies from which the recursion with closed loops beats the composite route (one RHS,
+# benchmarks/run.py loops_chain and the shipped loop models: four-bar 9.8 against 8.0 us, 4
+# coupled four-bars (9 bodies) 32.2 against 31.2 us, 8 (17 bodies) 64 against about 100 us)
+LOOP_RECURSION_BODIES = 10
+
+
 def uses_recursion(dynamics: str, arrays: SystemArrays) -> bool:
-    """Whether forward dynamics runs the articulated-body recursion: for solver.dynamics
-    'auto' or 'recursive', on trees (no cut joints) without massive elastic rods, which couple
-    bodies outside the tree; otherwise (and for 'composite') the composite mass matrix."""
-    applies = arrays.cr_a.size == 0 and not np.any(arrays.sd_m > 0.0)
-    return dynamics != "composite" and applies
+    """Whether forward dynamics runs the articulated-body recursion (closed loops through
+    kernels/loop_closure.py): for 'recursive' on every model without massive elastic rods
+    (which couple bodies outside the tree), for 'auto' on those trees, and on those models with
+    cut joints from LOOP_RECURSION_BODIES bodies on, where it is the faster route; otherwise
+    (and for 'composite') the composite mass matrix."""
+    if dynamics == "composite" or np.any(arrays.sd_m > 0.0):
+        return False
+    return dynamics == "recursive" or arrays.cr_a.size == 0 or arrays.nb >= LOOP_RECURSION_BODIES
 
 
 def _moment_cost(npt: int, n: int, foreshortening: bool) -> tuple[float, float]:
@@ -509,7 +531,7 @@ def compile_model(model: Model) -> System:
     arrays = SystemArrays(
         nb=nb, nq=nq, nv=nv, gravity=np.asarray(model.gravity, dtype=float),
         parent=parent, jtype=jtype, pmark=pmark, c_pos=c_pos, c_R=c_R, axis1=axis1, axis2=axis2,
-        jq=jq, jnq=jnq, ju=ju, jnv=jnv, quat_q=quat_q, quat_u=quat_u,
+        jq=jq, jnq=jnq, ju=ju, jnv=jnv, quat_q=quat_q, quat_u=quat_u, **tree_groups(parent),
         nm=nm, eq=eq, ev=ev, eta_max=eta_max, mass=mass, pt_n=pt_n, pt_m=pt_m, pt_s=pt_s, pt_P=pt_P, pt_H=pt_H, Mc=Mc,
         iv_k=iv_k, iv_h=iv_h, **moment_arrays,
         Ke=Ke, De=De,
@@ -532,9 +554,11 @@ def compile_model(model: Model) -> System:
         sd_l0=np.array([ld.length if id(ld) in rods else ld.rest_length for ld in sds], float),
         sd_m=np.array([rods[id(ld)][1].rho * rods[id(ld)][0] * ld.length if id(ld) in rods else 0.0
                        for ld in sds], float),
-        **cut_rows(model.loops.cuts, markers),
+        **cut_rows(model.loops.cuts, markers), cr_act=np.zeros(0, np.int64), cr_nbr_ptr=np.zeros(1, np.int64),
+        cr_nbr=np.zeros(0, np.int64), cr_env=np.zeros(0, np.int64),
         recursive=0,
     )
+    arrays = arrays._replace(**row_coupling(arrays))
     arrays = arrays._replace(recursive=int(uses_recursion(model.solver.dynamics, arrays)))
 
     q0 = np.zeros(nq)
@@ -554,6 +578,7 @@ def compile_model(model: Model) -> System:
         given = (q0, u0)
         q0, u0 = done.q0, done.u0
         arrays = arrays._replace(cr_on=done.active.astype(np.int64))
+        arrays = arrays._replace(**row_coupling(arrays))
         redundant = [loop_rows[k] for k in done.redundant]
     system = System(
         model=model, arrays=arrays, q0=q0, u0=u0,

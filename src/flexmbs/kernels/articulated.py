@@ -21,8 +21,10 @@ zdot = P zdot_p + c + H ydd. Motion-driven coordinates are moved to the known si
 H column times the profile acceleration joins c) and their drive torque is read from the
 subtree's force f = IA zdot + pA.
 
-Scope: trees. Loop-closing cut joints and elastic rods with mass couple bodies outside the
-tree; models with them use the composite route (system.compile_model selects it).
+Scope: the tree. Loop-closing cut joints are applied on this factorisation afterwards
+(kernels/loop_closure.py, which keeps each body's pivot factor ab_Lb); elastic rods with mass
+couple bodies outside the tree, and models with them use the composite route
+(system.uses_recursion).
 """
 
 from numba import njit
@@ -320,45 +322,45 @@ def _loads(S, W, q, u, inputs):
     for f in range(pf_marker.shape[0]):
         marker_world(S, W, pf_marker[f], q, u, r, A, v, w, Jv, Jw, a, al, False)
         point_load(S, f, inputs, A, F, T, tmp)
-        _marker_wrench(S, W, pf_marker[f], q, u, F, T, -1.0)
+        marker_wrench(S, W, pf_marker[f], q, u, F, T, -1.0, W.ab_pA, S.mk_body[pf_marker[f]])
     for k in range(3):
         T[k] = 0.0
     for sd in range(sd_a.shape[0]):
         marker_world(S, W, sd_a[sd], q, u, r, A, v, w, Jv, Jw, a, al, False)
         marker_world(S, W, sd_b[sd], q, u, r2, A2, v2, w2, Jv2, Jw2, a2, al2, False)
         spring_damper_force(S, sd, r, r2, v, v2, F)
-        _marker_wrench(S, W, sd_a[sd], q, u, F, T, -1.0)
-        _marker_wrench(S, W, sd_b[sd], q, u, F, T, 1.0)
+        marker_wrench(S, W, sd_a[sd], q, u, F, T, -1.0, W.ab_pA, S.mk_body[sd_a[sd]])
+        marker_wrench(S, W, sd_b[sd], q, u, F, T, 1.0, W.ab_pA, S.mk_body[sd_b[sd]])
 
 
 @njit(**JIT)
-def _marker_wrench(S, W, k, q, u, F, T, sign):
-    """ab_pA[b] += sign G^T [A_b^T F; A_b^T T] for world force F [N] and torque T [N m] at
-    marker k of body b, G = [[I, -skew(s), Ds], [0, I, T Psi]] the marker's velocity map from
-    z_b (marker_local: s position, Ds displacement modes, T Psi rotation modes). Ground markers
-    are skipped."""
+def marker_wrench(S, W, k, q, u, F, T, sign, out, row):
+    """out[row] += sign G^T [A_b^T F; A_b^T T] (6 + n_b entries): the extended force on body b
+    of world force F [N] and torque T [N m] at its marker k, G = [[I, -skew(s), Ds], [0, I,
+    T Psi]] the marker's velocity map from z_b (marker_local: s position, Ds displacement
+    modes, T Psi rotation modes). Ground markers are skipped."""
     b = S.mk_body[k]
     if b < 0:
         return
     n = marker_local(S, W, k, q, u)
-    A, pA, s, Ds, Tm, Psi = W.A, W.ab_pA, W.m_s, W.m_Ds, W.m_T, S.mk_Psi
+    A, s, Ds, Tm, Psi = W.A, W.m_s, W.m_Ds, W.m_T, S.mk_Psi
     f0 = sign * (A[b, 0, 0] * F[0] + A[b, 1, 0] * F[1] + A[b, 2, 0] * F[2])
     f1 = sign * (A[b, 0, 1] * F[0] + A[b, 1, 1] * F[1] + A[b, 2, 1] * F[2])
     f2 = sign * (A[b, 0, 2] * F[0] + A[b, 1, 2] * F[1] + A[b, 2, 2] * F[2])
     m0 = sign * (A[b, 0, 0] * T[0] + A[b, 1, 0] * T[1] + A[b, 2, 0] * T[2])
     m1 = sign * (A[b, 0, 1] * T[0] + A[b, 1, 1] * T[1] + A[b, 2, 1] * T[2])
     m2 = sign * (A[b, 0, 2] * T[0] + A[b, 1, 2] * T[1] + A[b, 2, 2] * T[2])
-    pA[b, 0] += f0
-    pA[b, 1] += f1
-    pA[b, 2] += f2
-    pA[b, 3] += s[1] * f2 - s[2] * f1 + m0
-    pA[b, 4] += s[2] * f0 - s[0] * f2 + m1
-    pA[b, 5] += s[0] * f1 - s[1] * f0 + m2
+    out[row, 0] += f0
+    out[row, 1] += f1
+    out[row, 2] += f2
+    out[row, 3] += s[1] * f2 - s[2] * f1 + m0
+    out[row, 4] += s[2] * f0 - s[0] * f2 + m1
+    out[row, 5] += s[0] * f1 - s[1] * f0 + m2
     for j in range(n):
         t0 = Tm[0, 0] * Psi[k, 0, j] + Tm[0, 1] * Psi[k, 1, j] + Tm[0, 2] * Psi[k, 2, j]
         t1 = Tm[1, 0] * Psi[k, 0, j] + Tm[1, 1] * Psi[k, 1, j] + Tm[1, 2] * Psi[k, 2, j]
         t2 = Tm[2, 0] * Psi[k, 0, j] + Tm[2, 1] * Psi[k, 1, j] + Tm[2, 2] * Psi[k, 2, j]
-        pA[b, 6 + j] += Ds[0, j] * f0 + Ds[1, j] * f1 + Ds[2, j] * f2 + t0 * m0 + t1 * m1 + t2 * m2
+        out[row, 6 + j] += Ds[0, j] * f0 + Ds[1, j] * f1 + Ds[2, j] * f2 + t0 * m0 + t1 * m1 + t2 * m2
 
 
 @njit(**JIT)
@@ -370,7 +372,7 @@ def _inertia_pass(S, W):
     parent, nm, ev, ju, jnv, drive, uq, motor_J = S.parent, S.nm, S.ev, S.ju, S.jnv, S.drive, S.uq, S.motor_J
     P, Sc, cc, IA, pA = W.ab_P, W.ab_S, W.ab_c, W.ab_IA, W.ab_pA
     U, K, Du, col, nfree, njf = W.ab_U, W.ab_K, W.ab_Du, W.ab_col, W.ab_nf, W.ab_nj
-    D, L, x, Ia, Tp, fa, tau = W.ab_D, W.ab_L, W.ab_x, W.ab_Ia, W.ab_T, W.ab_fa, W.ab_tau
+    D, L, x, Ia, Tp, fa, tau, Lb = W.ab_D, W.ab_L, W.ab_x, W.ab_Ia, W.ab_T, W.ab_fa, W.ab_tau, W.ab_Lb
     for b in range(S.nb - 1, -1, -1):
         n = nm[b]
         m = 6 + n
@@ -418,6 +420,10 @@ def _inertia_pass(S, W):
                 x[ia] = -pA[b, 6 + ia - nj]
         if not chol_factor_n(D, L, nf):
             return False
+        if Lb.shape[0] > 0:
+            for i in range(nf):
+                for j in range(i + 1):
+                    Lb[b, i, j] = L[i, j]
         chol_solve_n(L, x, nf)
         for ia in range(nf):
             Du[b, ia] = x[ia]

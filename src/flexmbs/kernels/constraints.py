@@ -20,70 +20,84 @@ from .rotations import JIT, cross
 
 
 @njit(**JIT)
-def constraint_rows(S, W, q, u, g, G, gam):
-    """Fill g (nc), G (nc x nv) and gam (nc) at (q, u), and W.c_dir: per row the world direction
-    of its reaction on the child side per unit multiplier (-e for a position row, e x f for an
-    alignment row); W must hold `forward` of (q, u)."""
+def constraint_row(S, W, r, q, u, with_jac):
+    """Row r at (q, u): W.c_g[r], W.c_gam[r], W.c_dir[r] (the world direction of the row's
+    reaction on the child side per unit multiplier: -e for a position row, e x f for an
+    alignment row) and W.c_fw[r] = [F_a, T_a, F_b, T_b], the world forces [N] and torques [N m]
+    at markers a and b per unit multiplier whose virtual power is the row's rate:
+    dg/dt = F_a . v_a + T_a . w_a + F_b . v_b + T_b . w_b. With with_jac, W.c_Jva ... W.c_Jwb
+    hold the two markers' Jacobians. W must hold the world poses and motion of the bodies
+    (kinematics.forward, or the recursion's kinematics pass without Jacobians)."""
     ra, Aa, va, wa, Jva, Jwa, aa, ala = W.c_ra, W.c_Aa, W.c_va, W.c_wa, W.c_Jva, W.c_Jwa, W.c_aa, W.c_ala
     rb, Ab, vb, wb, Jvb, Jwb, ab, alb = W.c_rb, W.c_Ab, W.c_vb, W.c_wb, W.c_Jvb, W.c_Jwb, W.c_ab, W.c_alb
-    e, f, t = W.c_e, W.c_f, W.c_t
-    d = W.c_d
-    dd = W.c_dd
-    ed = W.c_ed
-    fd = W.c_fd
-    nv = G.shape[1]
+    e, f, t, d, dd, ed, fd, fw = W.c_e, W.c_f, W.c_t, W.c_d, W.c_dd, W.c_ed, W.c_fd, W.c_fw
+    marker_world(S, W, S.cr_a[r], q, u, ra, Aa, va, wa, Jva, Jwa, aa, ala, with_jac)
+    marker_world(S, W, S.cr_b[r], q, u, rb, Ab, vb, wb, Jvb, Jwb, ab, alb, with_jac)
+    E = S.cr_E[r]
+    i = S.cr_i[r]
+    for k in range(3):      # e = e_i of frame A in world, ed = its rate w_a x e
+        e[k] = Aa[k, 0] * E[0, i] + Aa[k, 1] * E[1, i] + Aa[k, 2] * E[2, i]
+    cross(wa, e, ed)
+    if S.cr_kind[r] == 0:
+        for k in range(3):
+            d[k] = rb[k] - ra[k]
+            dd[k] = vb[k] - va[k]
+        W.c_g[r] = dot(e, d)
+        # dg/dt = e . (v_b - v_a) + (w_a x e) . d = e . (v_b - v_a) + (e x d) . w_a
+        cross(e, d, t)
+        for k in range(3):
+            W.c_dir[r, k] = -e[k]
+            fw[r, k] = -e[k]
+            fw[r, 3 + k] = t[k]
+            fw[r, 6 + k] = e[k]
+            fw[r, 9 + k] = 0.0
+        # velocity-product part of d2g/dt2: 2 ed . dd + e . (a_b - a_a) + (al_a x e + w_a x ed) . d
+        cross(ala, e, f)
+        cross(wa, ed, t)
+        acc = 2.0 * dot(ed, dd)
+        for k in range(3):
+            acc += e[k] * (ab[k] - aa[k]) + (f[k] + t[k]) * d[k]
+        W.c_gam[r] = -acc
+    else:
+        j = S.cr_j[r]
+        for k in range(3):
+            f[k] = Ab[k, 0] * E[0, j] + Ab[k, 1] * E[1, j] + Ab[k, 2] * E[2, j]
+        cross(wb, f, fd)
+        W.c_g[r] = dot(e, f)
+        # dg/dt = (e x f) . (w_a - w_b)
+        cross(e, f, t)
+        for k in range(3):
+            W.c_dir[r, k] = t[k]
+            fw[r, k] = 0.0
+            fw[r, 3 + k] = t[k]
+            fw[r, 6 + k] = 0.0
+            fw[r, 9 + k] = -t[k]
+        # velocity-product part: (al_a x e + w_a x ed) . f + 2 ed . fd + e . (al_b x f + w_b x fd)
+        acc = 2.0 * dot(ed, fd)
+        cross(ala, e, t)
+        acc += dot(t, f)
+        cross(wa, ed, t)
+        acc += dot(t, f)
+        cross(alb, f, t)
+        acc += dot(e, t)
+        cross(wb, fd, t)
+        acc += dot(e, t)
+        W.c_gam[r] = -acc
+
+
+@njit(**JIT)
+def constraint_rows(S, W, q, u):
+    """Every row into W.c_g (nc), W.c_G (nc x nv), W.c_gam (nc) and W.c_dir, W.c_fw
+    (constraint_row); W must hold `forward` of (q, u)."""
+    Jva, Jwa, Jvb, Jwb, fw, G = W.c_Jva, W.c_Jwa, W.c_Jvb, W.c_Jwb, W.c_fw, W.c_G
     for r in range(S.cr_a.shape[0]):
-        marker_world(S, W, S.cr_a[r], q, u, ra, Aa, va, wa, Jva, Jwa, aa, ala, True)
-        marker_world(S, W, S.cr_b[r], q, u, rb, Ab, vb, wb, Jvb, Jwb, ab, alb, True)
-        E = S.cr_E[r]
-        i = S.cr_i[r]
-        for k in range(3):      # e = e_i of frame A in world, ed = its rate w_a x e
-            e[k] = Aa[k, 0] * E[0, i] + Aa[k, 1] * E[1, i] + Aa[k, 2] * E[2, i]
-        cross(wa, e, ed)
-        if S.cr_kind[r] == 0:
+        constraint_row(S, W, r, q, u, True)
+        for c in range(G.shape[1]):
+            acc = 0.0
             for k in range(3):
-                d[k] = rb[k] - ra[k]
-                dd[k] = vb[k] - va[k]
-            g[r] = dot(e, d)
-            for k in range(3):
-                W.c_dir[r, k] = -e[k]
-            # dg/dt = e . (v_b - v_a) + (w_a x e) . d = e . (Jv_b - Jv_a) u + (e x d) . Jw_a u
-            cross(e, d, t)
-            for c in range(nv):
-                G[r, c] = (e[0] * (Jvb[0, c] - Jva[0, c]) + e[1] * (Jvb[1, c] - Jva[1, c])
-                           + e[2] * (Jvb[2, c] - Jva[2, c]) + t[0] * Jwa[0, c] + t[1] * Jwa[1, c]
-                           + t[2] * Jwa[2, c])
-            # velocity-product part of d2g/dt2: 2 ed . dd + e . (a_b - a_a) + (al_a x e + w_a x ed) . d
-            cross(ala, e, f)
-            cross(wa, ed, t)
-            acc = 2.0 * dot(ed, dd)
-            for k in range(3):
-                acc += e[k] * (ab[k] - aa[k]) + (f[k] + t[k]) * d[k]
-            gam[r] = -acc
-        else:
-            j = S.cr_j[r]
-            for k in range(3):
-                f[k] = Ab[k, 0] * E[0, j] + Ab[k, 1] * E[1, j] + Ab[k, 2] * E[2, j]
-            cross(wb, f, fd)
-            g[r] = dot(e, f)
-            # dg/dt = (e x f) . (w_a - w_b)
-            cross(e, f, t)
-            for k in range(3):
-                W.c_dir[r, k] = t[k]
-            for c in range(nv):
-                G[r, c] = (t[0] * (Jwa[0, c] - Jwb[0, c]) + t[1] * (Jwa[1, c] - Jwb[1, c])
-                           + t[2] * (Jwa[2, c] - Jwb[2, c]))
-            # velocity-product part: (al_a x e + w_a x ed) . f + 2 ed . fd + e . (al_b x f + w_b x fd)
-            acc = 2.0 * dot(ed, fd)
-            cross(ala, e, t)
-            acc += dot(t, f)
-            cross(wa, ed, t)
-            acc += dot(t, f)
-            cross(alb, f, t)
-            acc += dot(e, t)
-            cross(wb, fd, t)
-            acc += dot(e, t)
-            gam[r] = -acc
+                acc += (fw[r, k] * Jva[k, c] + fw[r, 3 + k] * Jwa[k, c] + fw[r, 6 + k] * Jvb[k, c]
+                        + fw[r, 9 + k] * Jwb[k, c])
+            G[r, c] = acc
 
 
 @njit(**JIT)
@@ -91,7 +105,7 @@ def loop_state(S, W, q, u):
     """Constraint residuals, Jacobian and velocity-product term at (q, u) into W.c_g, W.c_G,
     W.c_gam (for projection and assembly, outside the equations of motion)."""
     forward(S, W, q, u)
-    constraint_rows(S, W, q, u, W.c_g, W.c_G, W.c_gam)
+    constraint_rows(S, W, q, u)
 
 
 @njit(**JIT)

@@ -3,8 +3,9 @@
     M(q) udot = Q(q, u, t, inputs)
 
 `accelerations` dispatches on S.recursive between two independent formulations of these
-equations: the articulated-body recursion (kernels/articulated.py: trees, O(n)) and the
-composite route below (everything, closed loops and massive rods included), evaluated in
+equations: the articulated-body recursion (kernels/articulated.py, O(n) on trees; closed loops
+through kernels/loop_closure.py) and the composite route below (everything, massive rods
+included), evaluated in
 named stages, as MuJoCo's engine_forward does:
 
 1. drives      apply_prescribed: motion-driven coordinates take their profile values (exact
@@ -27,6 +28,7 @@ from .constraints import constrained_solve, constraint_rows
 from .drives import MOTION, apply_prescribed, joint_forces
 from .inertia import inertia
 from .kinematics import forward
+from .loop_closure import close_loops
 from .linalg import chol_factor, chol_solve, copy1, copy2, dot, fill1
 from .loads import load_forces
 from .rotations import JIT, quat_rate
@@ -47,8 +49,18 @@ def accelerations(S, W, t, q, u, inputs, udot):
     into S.recursive. Returns False if the mass matrix (a pivot block) is not positive
     definite. W.tau_drive gets the motion drives' torques."""
     if S.recursive == 1:
-        return articulated_accelerations(S, W, t, q, u, inputs, udot)
+        return recursive_accelerations(S, W, t, q, u, inputs, udot)
     return composite_accelerations(S, W, t, q, u, inputs, udot)
+
+
+@njit(**JIT)
+def recursive_accelerations(S, W, t, q, u, inputs, udot):
+    """The articulated-body recursion over the tree (kernels/articulated.py), its loop rows
+    closed on its factorisation (kernels/loop_closure.py); same contract as `accelerations`."""
+    ok = articulated_accelerations(S, W, t, q, u, inputs, udot)
+    if S.cr_a.shape[0] > 0:
+        ok = close_loops(S, W, q, u, udot, ok)
+    return ok
 
 
 @njit(**JIT)
@@ -81,7 +93,7 @@ def composite_accelerations(S, W, t, q, u, inputs, udot):
     nc = S.cr_a.shape[0]
     if nc > 0:
         # evaluated whatever happens next, so that outputs never show a previous call's values
-        constraint_rows(S, W, q, u, W.c_g, W.c_G, W.c_gam)
+        constraint_rows(S, W, q, u)
         copy2(W.c_G, W.c_G0)
         fill1(W.c_lam, 0.0)
     if ok and nc > 0:

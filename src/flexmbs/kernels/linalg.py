@@ -186,3 +186,38 @@ def lu_solve(LU, piv, b):
         for k in range(i + 1, n):
             s -= LU[i, k] * b[k]
         b[i] = s / LU[i, i]
+
+
+@njit(**JIT)
+def env_chol_factor(A, L, first, n):
+    """Cholesky factor L of the leading n x n block of a symmetric A whose row i is zero left
+    of column first[i] (its envelope; A read on and left of the diagonal, within it). L keeps
+    the envelope (A. George and J. W. H. Liu, Computer Solution of Large Sparse Positive
+    Definite Systems, Prentice-Hall 1981, ch. 4). False if the block is not positive definite."""
+    for i in range(n):
+        fi = first[i]
+        for j in range(fi, i + 1):
+            s = A[i, j]
+            for k in range(max(fi, first[j]), j):
+                s -= L[i, k] * L[j, k]
+            if j < i:
+                L[i, j] = s / L[j, j]
+            elif s > 0.0:
+                L[i, i] = np.sqrt(s)
+            else:
+                return False
+    return True
+
+
+@njit(**JIT)
+def env_chol_solve(L, first, b, n):
+    """Solve (L L^T) x = b[:n] in place with an envelope factor of env_chol_factor."""
+    for i in range(n):
+        s = b[i]
+        for k in range(first[i], i):
+            s -= L[i, k] * b[k]
+        b[i] = s / L[i, i]
+    for i in range(n - 1, -1, -1):
+        b[i] /= L[i, i]
+        for k in range(first[i], i):
+            b[k] -= L[i, k] * b[i]

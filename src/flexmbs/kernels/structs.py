@@ -41,6 +41,9 @@ SYSTEM_FIELDS: tuple[tuple[str, str], ...] = (
     ("jnv", "(nb,) number of the joint's velocity coordinates"),
     ("quat_q", "(nb,) index in q of the joint's quaternion [w, x, y, z], -1 if none"),
     ("quat_u", "(nb,) index in u of the joint's angular velocity (child axes) paired with it, -1 if none"),
+    ("tree_top", "(nb,) the body's outermost ancestor below the ground (itself for a body jointed to ground)"),
+    ("tree_sub_ptr", "(nb + 1,) tree_sub[tree_sub_ptr[t]:tree_sub_ptr[t + 1]] lists the subtree of top body t"),
+    ("tree_sub", "(nb,) bodies grouped by tree_top, each group in tree order (empty groups for non-top bodies)"),
     # body inertia: flexible bodies padded to nmax modes (kernels/body.py)
     ("nm", "(nb,) number of modal coordinates eta of each body (0: rigid)"),
     ("eq", "(nb,) index of the body's first modal coordinate in q"),
@@ -115,6 +118,12 @@ SYSTEM_FIELDS: tuple[tuple[str, str], ...] = (
     ("cr_j", "(nc,) column j of E on side b (alignment rows)"),
     ("cr_E", "(nc, 3, 3) joint frame E = [e1 e2 e3] in both marker frames (e3: the cut joint's axis)"),
     ("cr_on", "(nc,) 1 if the row is kept, 0 if dropped as redundant"),
+    # their coupling through the tree, for the recursion (kernels/loop_closure.py): two kept rows
+    # are coupled when a body of one has a tree_top in common with a body of the other
+    ("cr_act", "(na,) row index of each kept row, in row order"),
+    ("cr_nbr_ptr", "(na + 1,) cr_nbr[cr_nbr_ptr[i]:cr_nbr_ptr[i + 1]] lists the kept rows coupled with kept row i"),
+    ("cr_nbr", "kept rows j <= i coupled with kept row i, ascending (the last is i)"),
+    ("cr_env", "(na,) first column of row i's envelope in G M^-1 G^T: its smallest coupled row"),
     # forward-dynamics route (system.uses_recursion)
     ("recursive", "1: articulated-body recursion (kernels/articulated.py), 0: composite mass matrix"),
 )
@@ -146,7 +155,10 @@ def _workspace_fields(S) -> dict:
       M (nv, nv) mass matrix; Q (nv) generalised forces; L (nv, nv) Cholesky factor of the
       (drive-modified) M; tau_drive (nv) torque [N m or N] of each motion drive;
       c_g, c_G, c_gam, c_lam, c_dir: constraint residuals, Jacobian, velocity-product term,
-      multipliers [N or N m] and reaction directions (kernels/constraints.py);
+      multipliers [N or N m] and reaction directions (kernels/constraints.py); c_fw (nc, 12)
+      each row's world forces and torques at its markers per unit multiplier; c_za, c_zb
+      (nc, nbd) the same as extended forces on the bodies of markers a and b (body axes: the
+      row of G in z coordinates, kernels/loop_closure.py);
     scratch by kernel:
       k_*  kinematics.forward        m_*  kinematics.marker_local / marker_world
       b_*  body.body_terms (moments: b_J inertia tensor, b_B [k, l, j] sum m r_k D_lj, b_N its
@@ -172,7 +184,11 @@ def _workspace_fields(S) -> dict:
         state, ab_vb, ab_wb (3), body terms ab_Mb (nbd, nbd), ab_hb, ab_Fb (nbd), ab_g (3)
         gravity in body axes; joint kinematics scratch ab_p, ab_R, ab_Sv, ab_Sw, ab_cw, ab_R1,
         ab_R2, ab_bj; load scratch: marker frames abl_*a, abl_*b, force ab_F [N], torque
-        ab_Tq [N m], ab_t (3).
+        ab_Tq [N m], ab_t (3); with loops (kernels/loop_closure.py): ab_Lb (nb, nbd, nbd) each
+        body's factor of D, and a unit-force solve's extended force ab_pT, D^-1 part ab_DuT,
+        accelerations ab_zT and free-column accelerations ab_yT (nb, nbd), its marks ab_on
+        (bodies on the forces' paths) and ab_topon (tops whose subtree it solved), ab_count the
+        solves so far (the marks' stamp).
       xq, xu, xud: dynamics.rhs's copies of q and u (prescribed values are written into them)
         and its udot.
     """
@@ -203,7 +219,8 @@ def _workspace_fields(S) -> dict:
         xq=z(S.nq), xu=z(nv), xud=z(nv),
         c_g=z(nc), c_G=z((nc, nv)), c_G0=z((nc, nv)), c_gam=z(nc), c_X=z((nc, nv)), c_S=z((nc, nc)),
         c_LS=z((nc, nc)), c_lam=z(nc), c_r=z(nc), c_dir=z((nc, 3)), c_e=z(3), c_f=z(3), c_t=z(3),
-        c_d=z(3), c_dd=z(3), c_ed=z(3), c_fd=z(3), **_marker_frame("c_", nv, "ab"),
+        c_d=z(3), c_dd=z(3), c_ed=z(3), c_fd=z(3), c_fw=z((nc, 12)), c_za=z((nc, nbd)), c_zb=z((nc, nbd)),
+        **_marker_frame("c_", nv, "ab"),
         e_s=z(3), e_t=z(3), e_ra=z(3), e_rb=z(3), e_A=z((3, 3)), e_v=z(3), e_w=z(3), e_Jv=z((3, nv)),
         e_Jw=z((3, nv)), e_a=z(3), e_al=z(3),
         **_marker_frame("o_", nv),
@@ -217,6 +234,9 @@ def _workspace_fields(S) -> dict:
         ab_Mb=z((nbd, nbd)), ab_hb=z(nbd), ab_Fb=z(nbd), ab_g=z(3),
         ab_p=z(3), ab_R=z((3, 3)), ab_Sv=z((3, 6)), ab_Sw=z((3, 6)), ab_cw=z(3), ab_R1=z((3, 3)),
         ab_R2=z((3, 3)), ab_bj=z(3), ab_F=z(3), ab_Tq=z(3), ab_t=z(3), **_marker_frame("abl_", nv, "ab"),
+        ab_Lb=z((nb if nc else 0, nbd, nbd)), ab_pT=z((nb, nbd)), ab_DuT=z((nb, nbd)), ab_zT=z((nb, nbd)),
+        ab_yT=z((nb, nbd)), ab_on=np.zeros(nb, np.int64), ab_topon=np.zeros(nb, np.int64),
+        ab_count=np.zeros(1, np.int64),
     )
 
 
@@ -262,7 +282,7 @@ def _prototype_system() -> tuple:
     dims = dict(
         nb=0, nq=0, nv=0, gravity=f(3), parent=i(0), jtype=i(0), pmark=i(0), c_pos=f((0, 3)),
         c_R=f((0, 3, 3)), axis1=f((0, 3)), axis2=f((0, 3)), jq=i(0), jnq=i(0), ju=i(0), jnv=i(0),
-        quat_q=i(0), quat_u=i(0), nm=i(0), eq=i(0), ev=i(0), eta_max=f((0, 1)), mass=f(0), pt_n=i(0), pt_m=f((0, 1)),
+        quat_q=i(0), quat_u=i(0), tree_top=i(0), tree_sub_ptr=i(1), tree_sub=i(0), nm=i(0), eq=i(0), ev=i(0), eta_max=f((0, 1)), mass=f(0), pt_n=i(0), pt_m=f((0, 1)),
         pt_s=f((0, 1, 3)), pt_P=f((0, 1, 3, 1)), pt_H=f((0, 1, 1, 1)), Mc=f((0, 7, 7)),
         iv_k=i(0), iv_h=i(0), iv_m=f(0), iv_S=f((0, 3)), iv_A=f((0, 3, 3)), iv_Sb=f((0, 3, 1)),
         iv_Sk=f((0, 3, 3, 1)), iv_C=f((0, 3, 3, 1, 1)), iv_Me=f((0, 1, 1)), iv_G=f((0, 1, 1)),
@@ -274,7 +294,8 @@ def _prototype_system() -> tuple:
         prof_par=f((0, 6)), prof_t=f((0, 1)), prof_c=f((0, 1, 4)), prof_n=i(0), pf_marker=i(0),
         pf_force=f((0, 3)), pf_torque=f((0, 3)), pf_frame=i(0), pf_input=i(0), sd_a=i(0), sd_b=i(0),
         sd_k=f(0), sd_c=f(0), sd_l0=f(0), sd_m=f(0), cr_a=i(0), cr_b=i(0), cr_kind=i(0), cr_i=i(0), cr_j=i(0),
-        cr_E=f((0, 3, 3)), cr_on=i(0), recursive=0)
+        cr_E=f((0, 3, 3)), cr_on=i(0), cr_act=i(0), cr_nbr_ptr=i(1), cr_nbr=i(0),
+        cr_env=i(0), recursive=0)
     return SystemArrays(**dims)
 
 

@@ -301,9 +301,10 @@ class Solver:
     (minimal coordinates, the default, also in FMUs) or natural (rigid mechanisms only: points
     and unit vectors with a constant mass matrix, flexmbs.natural; a cross-check in simulate).
     dynamics: how joint-coordinate forward dynamics is solved: recursive (articulated-body
-    algorithm, O(bodies)), composite (dense mass matrix and Cholesky), or auto (recursive on
-    trees without massive elastic rods, composite otherwise); recursive falls back to composite
-    where it does not apply."""
+    algorithm, O(bodies), closed loops solved on its factorisation), composite (dense mass
+    matrix and Cholesky), or auto (recursive on trees and on loop models of 10 or more bodies,
+    where it is faster; composite otherwise); massive elastic rods always take the composite
+    route."""
 
     method: Literal["rk4", "dopri5", "implicit"] = "dopri5"
     step: float = 1e-3
