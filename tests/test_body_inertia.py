@@ -5,13 +5,26 @@ of reference, evaluated here with numpy."""
 
 import numpy as np
 import pytest
+from numba import njit
 
 import flexmbs
 from flexmbs.flex.invariants import epsilon_contract
-from flexmbs.kernels.body import body_terms, first_moment
+from flexmbs.kernels import body
 from flexmbs.kernels.structs import box
 
 from mechanisms import huang_arm
+
+
+# the kernels are compiled without numba's runtime and take no reference on the boxes: Python
+# calls them through functions compiled with it (rotations.JIT), as the package's entry points do
+@njit
+def body_terms(S, W, b, eta, etad, v, w, g, Mb, hb, Fb):
+    body.body_terms(S, W, b, eta, etad, v, w, g, Mb, hb, Fb)
+
+
+@njit
+def first_moment(S, b, eta, s):
+    return body.first_moment(S, b, eta, s)
 
 
 def _skew(a):

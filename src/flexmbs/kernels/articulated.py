@@ -35,7 +35,7 @@ from .joints import joint_kinematics
 from .kinematics import marker_local, marker_world
 from .loads import point_load, spring_damper_force
 from .linalg import chol_factor_n, chol_solve_n, fill1
-from .rotations import JIT
+from .rotations import JIT, KERNEL
 
 
 @njit(**JIT)
@@ -61,7 +61,7 @@ def articulated_accelerations(S, W, t, q, u, inputs, udot):
 N_V3 = 27
 
 
-@njit(**JIT)
+@njit(**KERNEL)
 def _cr(V, x, y, o, alpha):
     """V[o] += alpha V[x] x V[y] (rows of the 3-vector scratch)."""
     V[o, 0] += alpha * (V[x, 1] * V[y, 2] - V[x, 2] * V[y, 1])
@@ -69,21 +69,21 @@ def _cr(V, x, y, o, alpha):
     V[o, 2] += alpha * (V[x, 0] * V[y, 1] - V[x, 1] * V[y, 0])
 
 
-@njit(**JIT)
+@njit(**KERNEL)
 def _rot(R, V, x, o):
     """V[o] = R V[x]."""
     for j in range(3):
         V[o, j] = R[j, 0] * V[x, 0] + R[j, 1] * V[x, 1] + R[j, 2] * V[x, 2]
 
 
-@njit(**JIT)
+@njit(**KERNEL)
 def _sum(V, x, y, o):
     """V[o] = V[x] + V[y]."""
     for j in range(3):
         V[o, j] = V[x, j] + V[y, j]
 
 
-@njit(**JIT)
+@njit(**KERNEL)
 def _kinematics_pass(S, W, q, u, udot):
     """Pass 1, root to leaves, in body axes: per body b its velocity ab_Vb, velocity-product
     acceleration ab_cb, the tree terms ab_P, ab_S, ab_c, and its own inertia ab_IA and bias
@@ -273,7 +273,7 @@ def _kinematics_pass(S, W, q, u, udot):
             pA[i, 6 + j] += acc
 
 
-@njit(**JIT)
+@njit(**KERNEL)
 def _parent_map(i, P, E, V, W, Psi, k, n_p):
     """P[i] (6 x (6 + n_p)): child frame velocity from the parent's extended velocity. With
     rp = s + pw + dp (parent origin to child origin, parent axes) and rq = rp - s:
@@ -310,7 +310,7 @@ def _parent_map(i, P, E, V, W, Psi, k, n_p):
             P[i, 3 + j, 6 + jm] = E[j, 0] * t0 + E[j, 1] * t1 + E[j, 2] * t2
 
 
-@njit(**JIT)
+@njit(**KERNEL)
 def _loads(S, W, q, u, inputs):
     """Point loads and spring-dampers onto the bias forces ab_pA of the bodies they act on."""
     if S.pf_marker.shape[0] == 0 and S.sd_a.shape[0] == 0:
@@ -333,7 +333,7 @@ def _loads(S, W, q, u, inputs):
         marker_wrench(S, W, sd_b[sd], q, u, F, T, 1.0, W.ab_pA, S.mk_body[sd_b[sd]])
 
 
-@njit(**JIT)
+@njit(**KERNEL)
 def marker_wrench(S, W, k, q, u, F, T, sign, out, row):
     """out[row] += sign G^T [A_b^T F; A_b^T T] (6 + n_b entries): the extended force on body b
     of world force F [N] and torque T [N m] at its marker k, G = [[I, -skew(s), Ds], [0, I,
@@ -363,7 +363,7 @@ def marker_wrench(S, W, k, q, u, F, T, sign, out, row):
         out[row, 6 + j] += Ds[0, j] * f0 + Ds[1, j] * f1 + Ds[2, j] * f2 + t0 * m0 + t1 * m1 + t2 * m2
 
 
-@njit(**JIT)
+@njit(**KERNEL)
 def _inertia_pass(S, W):
     """Pass 2, leaves to root: per body the free columns of H (joint coordinates not
     motion-driven, then modes), U = IA H, the factor of D = H^T U + rotor inertia, K = D^-1 U^T
@@ -473,7 +473,7 @@ def _inertia_pass(S, W):
     return True
 
 
-@njit(**JIT)
+@njit(**KERNEL)
 def _acceleration_pass(S, W, udot):
     """Pass 3, root to leaves: free accelerations into udot, zdot of every body into ab_zd,
     and the torque [N m] (force [N]) of each motion drive into W.tau_drive:

@@ -21,10 +21,10 @@ from numba import njit
 
 from .kinematics import foreshortening
 from .linalg import fill2, quad
-from .rotations import JIT, cross, cross_add
+from .rotations import KERNEL, cross, cross_add
 
 
-@njit(**JIT)
+@njit(**KERNEL)
 def first_moment(S, b, eta, out):
     """out = S(eta) = ∫rho r dV of body b in body axes [kg m]; returns the body mass [kg]."""
     n = S.nm[b]
@@ -63,7 +63,7 @@ def first_moment(S, b, eta, out):
     return m
 
 
-@njit(**JIT)
+@njit(**KERNEL)
 def _quad_n(G, kh, x, y, n):
     """x^T G[kh] y over the first n entries."""
     s = 0.0
@@ -75,7 +75,7 @@ def _quad_n(G, kh, x, y, n):
     return s
 
 
-@njit(**JIT)
+@njit(**KERNEL)
 def body_terms(S, W, b, eta, etad, vb, wb, gb, Mb, hb, Fb):
     """Fill Mb (6+n)^2, hb (velocity-product force) and Fb (gravity force), body b, body axes.
 
@@ -108,7 +108,7 @@ def body_terms(S, W, b, eta, etad, vb, wb, gb, Mb, hb, Fb):
     constant_terms(S.Mc, b, n, vb, wb, etad, gb, Mb, hb, Fb)
 
 
-@njit(**JIT)
+@njit(**KERNEL)
 def rigid_terms(Mc, b, vb, wb, gb, Mb, hb, Fb):
     """body_terms of a rigid body b (6 x 6, its constant Mc[b] only), for callers that hold
     the System's Mc already (no struct field read per body)."""
@@ -120,7 +120,7 @@ def rigid_terms(Mc, b, vb, wb, gb, Mb, hb, Fb):
     constant_terms(Mc, b, 0, vb, wb, vb, gb, Mb, hb, Fb)
 
 
-@njit(**JIT)
+@njit(**KERNEL)
 def constant_terms(Mc, b, n, vb, wb, etad, gb, Mb, hb, Fb):
     """Add the constant part Mc[b] of body b with n modes: Mc to Mb, its momenta's gyroscopic
     terms [w x p_v; w x p_w + v x p_v], p = Mc z, to hb, and the gravity of its mass and first
@@ -153,7 +153,7 @@ def constant_terms(Mc, b, n, vb, wb, etad, gb, Mb, hb, Fb):
         Fb[6 + j] += Mc[b, 0, 6 + j] * gb[0] + Mc[b, 1, 6 + j] * gb[1] + Mc[b, 2, 6 + j] * gb[2]
 
 
-@njit(**JIT)
+@njit(**KERNEL)
 def _momentum(Mc, b, k, vb, wb, etad, n):
     """Row k of Mc[b] z, z = [vb; wb; etad]."""
     acc = 0.0
@@ -164,7 +164,7 @@ def _momentum(Mc, b, k, vb, wb, etad, n):
     return acc
 
 
-@njit(**JIT)
+@njit(**KERNEL)
 def _point_terms(S, W, b, n, eta, etad, wb, gb, Mb, hb, Fb):
     """Add the mass points of body b one by one: m G^T G to Mb, m G^T a to hb, m G^T g to Fb
     (the w-v block of Mb and the w x v term are left to body_terms)."""
@@ -203,7 +203,7 @@ def _point_terms(S, W, b, n, eta, etad, wb, gb, Mb, hb, Fb):
         _add_point(Mb, hb, Fb, mq, r, D, a, gb, n)
 
 
-@njit(**JIT)
+@njit(**KERNEL)
 def _moment_terms(S, W, b, n, eta, etad, w, g, Mb, hb, Fb):
     """The sums of _point_terms from the moments of body b's points (SYSTEM_FIELDS iv_*), exact:
     with r_q = rho_q + e_x c_q, rho_q = s_q + P_q eta, c_q = -1/2 eta^T H_q eta and
@@ -410,7 +410,7 @@ def _moment_terms(S, W, b, n, eta, etad, w, g, Mb, hb, Fb):
         Fb[6 + j] += Mb[0, 6 + j] * g[0] + Mb[1, 6 + j] * g[1] + Mb[2, 6 + j] * g[2]
 
 
-@njit(**JIT)
+@njit(**KERNEL)
 def _add_point(Mb, hb, Fb, m, r, D, a, g, n):
     """Add m G^T G to Mb, m G^T a to hb and m G^T g to Fb for G = [I, -skew(r), D]."""
     x, y, z = r[0], r[1], r[2]

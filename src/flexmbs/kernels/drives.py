@@ -8,7 +8,7 @@ its torque an output), SERVO (PD on a profile). Only the first coordinate of a j
 from numba import njit
 
 from . import profiles
-from .rotations import JIT
+from .rotations import JIT, KERNEL
 
 PASSIVE, TORQUE, MOTION, SERVO = 0, 1, 2, 3
 
@@ -30,7 +30,7 @@ def apply_prescribed(S, t, q, u, inputs, udot):
             q[S.uq[c]], u[c], udot[c] = drive_profile(S, c, inputs, t)
 
 
-@njit(**JIT)
+@njit(**KERNEL)
 def joint_forces(S, t, q, u, inputs, Q):
     """Q += joint spring/damper forces -k (q - q_preload) - c qd, torque inputs and PD servo
     torques kp (q_ref - q) + kd (qd_ref - qd), per joint coordinate [N m or N]."""

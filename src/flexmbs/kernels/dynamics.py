@@ -31,7 +31,7 @@ from .kinematics import forward
 from .loop_closure import close_loops
 from .linalg import chol_factor, chol_solve, copy1, copy2, dot, fill1
 from .loads import load_forces
-from .rotations import JIT, quat_rate
+from .rotations import JIT, KERNEL, quat_rate
 
 
 @njit(**JIT)
@@ -43,7 +43,7 @@ def assemble(S, W, t, q, u, inputs):
     load_forces(S, W, q, u, inputs, W.Q)
 
 
-@njit(**JIT)
+@njit(**KERNEL)
 def accelerations(S, W, t, q, u, inputs, udot):
     """Solve for udot at (t, q, u) (prescribed values applied in place) by the route compiled
     into S.recursive. Returns False if the mass matrix (a pivot block) is not positive
@@ -114,7 +114,7 @@ def composite_accelerations(S, W, t, q, u, inputs, udot):
     return ok
 
 
-@njit(**JIT)
+@njit(**KERNEL)
 def cholesky_solve(M, b, L):
     """Solve M x = b in place (b <- x) for symmetric positive definite M via L (workspace)."""
     if not chol_factor(M, L):
@@ -156,11 +156,12 @@ def rhs(S, W, t, x, inputs, xd):
     return ok
 
 
-@njit(**JIT)
+@njit(**KERNEL)
 def normalize_quaternions(S, x):
     """Project quaternion coordinates back to unit norm (after an integration step)."""
     for i in range(S.nb):
         k = S.quat_q[i]
         if k >= 0:
             nrm = np.sqrt(x[k] ** 2 + x[k + 1] ** 2 + x[k + 2] ** 2 + x[k + 3] ** 2)
-            x[k:k + 4] /= nrm
+            for j in range(4):
+                x[k + j] /= nrm

@@ -7,10 +7,10 @@ from .body import first_moment
 from .dynamics import assemble
 from .kinematics import marker_world
 from .linalg import dot, mv, quad
-from .rotations import JIT
+from .rotations import KERNEL
 
 
-@njit(**JIT)
+@njit(**KERNEL)
 def energies(S, W, t, q, u, inputs, out):
     """out = [kinetic, gravity potential, strain, spring]. q, u hold prescribed values."""
     assemble(S, W, t, q, u, inputs)

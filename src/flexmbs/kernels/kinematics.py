@@ -11,10 +11,10 @@ from numba import njit
 
 from .joints import joint_kinematics
 from .linalg import copy2, fill2, mm, mv
-from .rotations import JIT, cross, cross_add, dexp, dexp_bias, expmap
+from .rotations import JIT, KERNEL, cross, cross_add, dexp, dexp_bias, expmap
 
 
-@njit(**JIT)
+@njit(**KERNEL)
 def foreshortening(H, eta, etad, h, hd):
     """h = H eta, hd = H etad; returns (eta^T H eta, etad^T H etad). The axial displacement of a
     point with foreshortening matrix H is -1/2 eta^T H eta; its rate -eta^T H etad."""
@@ -33,7 +33,7 @@ def foreshortening(H, eta, etad, h, hd):
     return ehe, dhd
 
 
-@njit(**JIT)
+@njit(**KERNEL)
 def marker_local(S, W, k, q, u):
     """Pose and motion of marker k relative to its body frame B (all in B), into W.m_*:
 
@@ -154,7 +154,7 @@ def marker_world(S, W, k, q, u, r, A, v, w, Jv, Jw, a, al, with_jac):
                     Jv[i, e0 + j] += Ab[i, 0] * W.m_Ds[0, j] + Ab[i, 1] * W.m_Ds[1, j] + Ab[i, 2] * W.m_Ds[2, j]
 
 
-@njit(**JIT)
+@njit(**KERNEL)
 def sub_skew_times(d, Jw, Jv_in, Jv_out):
     """Jv_out = Jv_in - skew(d) Jw, i.e. the velocity of a point offset by d from a frame
     (Jv_out may be Jv_in)."""

@@ -8,10 +8,10 @@ from .dynamics import accelerations
 from .energy import energies
 from .kinematics import marker_world
 from .linalg import copy1
-from .rotations import JIT
+from .rotations import JIT, KERNEL
 
 
-@njit(**JIT)
+@njit(**KERNEL)
 def drive_torques(S, W, t, q, u, inputs, tau):
     """Torque [N m] (force [N]) each drive applies on its coordinate; NaN where no drive."""
     for c in range(S.nv):

@@ -11,7 +11,12 @@ import numpy as np
 from numba import njit, typeof, types
 from numba.experimental import structref
 from numba.experimental.structref import _Utils
-from numba.extending import intrinsic
+from llvmlite import ir
+from numba.core import cgutils
+from numba.core.datamodel import default_manager, models
+from numba.core.imputils import impl_ret_borrowed, lower_getattr_generic
+from numba.core.typing.templates import AttributeTemplate
+from numba.extending import infer_getattr, intrinsic
 
 from .articulated import N_V3
 from .rotations import JIT
@@ -240,12 +245,38 @@ def _workspace_fields(S) -> dict:
     )
 
 
-@structref.register
 class FieldsType(types.StructRef):
     """A numba struct passed by reference whose fields mirror a namedtuple of arrays."""
 
     def preprocess_fields(self, fields):
         return tuple((name, types.unliteral(typ)) for name, typ in fields)
+
+
+# Registered by hand rather than with structref.register, for one difference: a field is read
+# straight from the payload pointer of numba's MemInfo (its fourth member, as numba's own
+# NRT_MemInfo_data_fast reads it) instead of through the runtime, so that the kernels compiled
+# without the runtime (rotations.KERNEL) can read fields without reference counting.
+default_manager.register(FieldsType, models.StructRefModel)
+
+
+@infer_getattr
+class _FieldsAttribute(AttributeTemplate):
+    key = FieldsType
+
+    def generic_resolve(self, typ, attr):
+        return typ.field_dict.get(attr)
+
+
+@lower_getattr_generic(FieldsType)
+def _fields_getattr(context, builder, typ, val, attr):
+    meminfo = cgutils.create_struct_proxy(typ)(context, builder, value=val).meminfo
+    words = builder.bitcast(meminfo, ir.IntType(8).as_pointer().as_pointer())
+    data = builder.load(builder.gep(words, [ir.Constant(ir.IntType(32), 3)]))
+    payload_type = context.data_model_manager[typ.get_data_type()].get_value_type()
+    payload = cgutils.create_struct_proxy(typ.get_data_type())(
+        context, builder, ref=builder.bitcast(data, payload_type.as_pointer()))
+    # a borrowed reference: counted only where the runtime is on (impl_ret_borrowed checks)
+    return impl_ret_borrowed(context, builder, typ.field_dict[attr], getattr(payload, attr))
 
 
 class Fields(structref.StructRefProxy):
