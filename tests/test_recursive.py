@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import flexmbs
-from flexmbs.kernels.dynamics import composite_accelerations, recursive_accelerations
+from flexmbs.kernels.entry import composite_accelerations, recursive_accelerations
 from flexmbs.kernels.drives import MOTION
 from flexmbs.kernels.structs import box, make_workspace
 from flexmbs.model import (Body, Damping, Drive, Joint, Load, Marker, Material, Model, Profile, Section,

@@ -646,7 +646,7 @@ def _mode_labels(system: System, coords: _Coordinates, full: np.ndarray, omega: 
     matrix at x_ref) is labelled by that body and, for beams, the deformation family (axial,
     torsion, in-/out-of-plane bending) holding most of its strain energy; any other mode by the
     joint coordinate with the largest motion in units of its state scale."""
-    from .kernels.dynamics import assemble
+    from .kernels.entry import assemble
 
     S_arg, W_arg, W = _kernel_args(system)
     q, u = np.array(x_ref[:coords.nq], float), np.array(x_ref[coords.nq:], float)

@@ -179,7 +179,7 @@ def assemble(model: Model, arrays: tuple, ref, joint_u: dict[str, tuple[int, int
     G by a pivoted QR). Raises ModelError naming the cut whose loop cannot close and by how much."""
     from scipy.linalg import qr
 
-    from .kernels.drives import apply_prescribed
+    from .kernels.entry import apply_prescribed
 
     loops = Loops(arrays, ref, np.ones(arrays.cr_a.size, bool))
     free = free_columns(arrays, joint_u, model.loops.independent)

@@ -221,7 +221,7 @@ def sweep_faces(rings: tuple[int, ...], stations: int) -> np.ndarray:
 def _kernel_poses(system: System, states: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Body origins r (f, nb, 3), rotations A (f, nb, 3, 3) = R_WB, and every marker's world
     position (f, nm, 3) and rotation R_WM (f, nm, 3, 3) at the states (f, nq + nv)."""
-    from .kernels.kinematics import forward, marker_world
+    from .kernels.entry import forward, marker_world
     from .kernels.structs import box, make_workspace
 
     S = system.arrays

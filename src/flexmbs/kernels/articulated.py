@@ -35,10 +35,10 @@ from .joints import joint_kinematics
 from .kinematics import marker_local, marker_world
 from .loads import point_load, spring_damper_force
 from .linalg import chol_factor_n, chol_solve_n, fill1
-from .rotations import JIT, KERNEL
+from .rotations import KERNEL
 
 
-@njit(**JIT)
+@njit(**KERNEL)
 def articulated_accelerations(S, W, t, q, u, inputs, udot):
     """Solve for udot at (t, q, u) by the articulated-body recursion (prescribed values applied
     in place); W.tau_drive gets the motion drives' torques. Returns False when a joint's pivot

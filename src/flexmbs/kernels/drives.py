@@ -8,19 +8,19 @@ its torque an output), SERVO (PD on a profile). Only the first coordinate of a j
 from numba import njit
 
 from . import profiles
-from .rotations import JIT, KERNEL
+from .rotations import KERNEL
 
 PASSIVE, TORQUE, MOTION, SERVO = 0, 1, 2, 3
 
 
-@njit(**JIT)
+@njit(**KERNEL)
 def drive_profile(S, c, inputs, t):
     """(q, qd, qdd) of the profile driving velocity coordinate c at time t [s]."""
     p = S.drive_prof[c]
     return profiles.evaluate(S.prof_code[p], S.prof_par[p], S.prof_t[p], S.prof_c[p], S.prof_n[p], inputs, t)
 
 
-@njit(**JIT)
+@njit(**KERNEL)
 def apply_prescribed(S, t, q, u, inputs, udot):
     """Overwrite the motion-driven coordinates and their rates with their profile values at
     time t, and put the profile accelerations into udot."""

@@ -34,7 +34,7 @@ from .loads import load_forces
 from .rotations import JIT, KERNEL, quat_rate
 
 
-@njit(**JIT)
+@njit(**KERNEL)
 def assemble(S, W, t, q, u, inputs):
     """Stages 2-4: W.M (nv x nv) and W.Q (nv) at (t, q, u); q, u must hold prescribed values."""
     forward(S, W, q, u)
@@ -53,7 +53,7 @@ def accelerations(S, W, t, q, u, inputs, udot):
     return composite_accelerations(S, W, t, q, u, inputs, udot)
 
 
-@njit(**JIT)
+@njit(**KERNEL)
 def recursive_accelerations(S, W, t, q, u, inputs, udot):
     """The articulated-body recursion over the tree (kernels/articulated.py), its loop rows
     closed on its factorisation (kernels/loop_closure.py); same contract as `accelerations`."""
@@ -63,7 +63,7 @@ def recursive_accelerations(S, W, t, q, u, inputs, udot):
     return ok
 
 
-@njit(**JIT)
+@njit(**KERNEL)
 def composite_accelerations(S, W, t, q, u, inputs, udot):
     """Stages 1-5 of the composite route; same contract as `accelerations`."""
     apply_prescribed(S, t, q, u, inputs, udot)

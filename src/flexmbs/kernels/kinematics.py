@@ -11,7 +11,7 @@ from numba import njit
 
 from .joints import joint_kinematics
 from .linalg import copy2, fill2, mm, mv
-from .rotations import JIT, KERNEL, cross, cross_add, dexp, dexp_bias, expmap
+from .rotations import KERNEL, cross, cross_add, dexp, dexp_bias, expmap
 
 
 @njit(**KERNEL)
@@ -94,7 +94,7 @@ def marker_local(S, W, k, q, u):
     return n
 
 
-@njit(**JIT)
+@njit(**KERNEL)
 def marker_world(S, W, k, q, u, r, A, v, w, Jv, Jw, a, al, with_jac):
     """World pose (r, A), velocity (v, w), velocity-product acceleration (a, al) and, when
     with_jac, Jacobians (Jv, Jw: 3 x nv) of marker k. Needs W filled by `forward` up to its body."""
@@ -164,7 +164,7 @@ def sub_skew_times(d, Jw, Jv_in, Jv_out):
         Jv_out[2, c] = Jv_in[2, c] - (d[0] * Jw[1, c] - d[1] * Jw[0, c])
 
 
-@njit(**JIT)
+@njit(**KERNEL)
 def forward(S, W, q, u):
     """Fill W.r, W.A, W.v, W.w, W.a, W.al, W.Jv, W.Jw for every body, root to leaves."""
     rm, Am, vm, wm, am, alm = W.k_r, W.k_A, W.k_v, W.k_w, W.k_a, W.k_al

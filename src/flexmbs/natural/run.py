@@ -20,8 +20,7 @@ PROJECTION_TOL = 1e-12
 def initial_state(system: System) -> tuple[np.ndarray, np.ndarray]:
     """Natural coordinates and rates of the joint-coordinate System's initial state (its loops
     assembled): origin, axes and their rates per body."""
-    from ..kernels.drives import apply_prescribed
-    from ..kernels.kinematics import forward
+    from ..kernels.entry import apply_prescribed, forward
     from ..kernels.structs import box, make_workspace
 
     work = make_workspace(system.arrays)
@@ -99,7 +98,7 @@ def simulate_natural(ns: NaturalSystem, t: np.ndarray, rtol: float = 1e-10, atol
     evaluation: more than at the start means a near-singular pose) and statistics."""
     from scipy.integrate import solve_ivp
 
-    from ..kernels.drives import drive_profile
+    from ..kernels.entry import drive_profile
 
     system = ns.system
     N = ns.arrays

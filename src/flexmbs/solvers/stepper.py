@@ -14,7 +14,7 @@ from ..loops import Loops, free_columns, project_positions, project_velocities
 from ..model.elements import METHODS
 from ..flex.invariants import body_size
 from ..system import System
-from ..kernels.drives import apply_prescribed
+from ..kernels.entry import apply_prescribed
 from .common import DOPRI5, IMPLICIT, LOOP_OPEN, MESSAGES, OK, RK4, f_eval, jacobian_fd
 from .explicit import dopri5_advance, rk4_advance
 from .implicit import JAC_MOVE, N_JAC, N_LU, ros_advance
