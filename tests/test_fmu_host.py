@@ -123,8 +123,45 @@ def test_bad_value_references_are_refused(fmu_path, capsys) -> None:
     s.close()
 
 
-def _instantiate_raw(path: str, guid: str | None = None, kind: int = 1) -> tuple[bool, list[str]]:
-    """fmi2Instantiate with a given GUID and fmuType; returns (instance made, messages)."""
+def test_a_string_that_is_not_utf8_is_refused_and_the_host_goes_on(fmu_path, capsys) -> None:
+    """fmi2SetString of bytes that are not UTF-8 (a Latin-1 name) for the String parameter:
+    fmi2Error naming the call and the decoding error, the old value kept, no crash."""
+    s = Slave(fmu_path("double_pendulum"), "plant", logging_on=False)
+    method = s.vr["solver.method"]
+    declared = next(v.start for v in s.md.modelVariables if v.name == "solver.method")
+    refs = (ctypes.c_uint32 * 1)(method)
+    values = (ctypes.c_char_p * 1)(b"M\xfcller")
+    _refused(s.fmu.fmi2SetString, s.fmu.component, refs, 1, values)
+    out = capsys.readouterr().out
+    assert "set_string" in out and "UnicodeDecodeError" in out, out
+    s.start()
+    assert s.fmu.getString([method]) == [declared.encode()]
+    _goes_on(s, 0.0)
+    s.close()
+
+
+def test_outputs_follow_a_parameter_set_in_initialisation_mode(fmu_path) -> None:
+    """Huang's arm released from rest: outputs read in initialisation mode, then its payload
+    changed: the next read shows the elbow acceleration with the new payload, as a twin that
+    never read before the change does, not the outputs computed before the change."""
+    reads = []
+    for early_read in (True, False):
+        s = Slave(fmu_path("huang_two_link"), "plant", logging_on=False)
+        _enter(s)
+        before = s.get(["elbow.qdd"])[0] if early_read else None
+        s.fmu.setReal([s.vr["payload"]], [2.0])
+        reads.append(s.get(["elbow.qdd"])[0])
+        if early_read:
+            assert abs(reads[0] - before) > 1e-3 * abs(before)
+        s.fmu.exitInitializationMode()
+        s.close()
+    assert reads[0] == reads[1]
+
+
+def _instantiate_raw(path: str, guid: str | None = None, kind: int = 1,
+                     name: bytes | None = b"x") -> tuple[bool, list[str]]:
+    """fmi2Instantiate with a given GUID, fmuType and instance name; returns (instance made,
+    messages)."""
     md = read_model_description(path)
     d = extract(path)
     messages: list[str] = []
@@ -136,7 +173,7 @@ def _instantiate_raw(path: str, guid: str | None = None, kind: int = 1) -> tuple
     cb.logger = fmi2CallbackLoggerTYPE(log)
     fmu = FMU2Slave(guid=md.guid, unzipDirectory=d, modelIdentifier=md.coSimulation.modelIdentifier)
     uri = Path(d, "resources").as_uri().encode()
-    c = fmu.fmi2Instantiate(b"x", kind, (guid or md.guid).encode(), uri, ctypes.byref(cb), 0, 0)
+    c = fmu.fmi2Instantiate(name, kind, (guid or md.guid).encode(), uri, ctypes.byref(cb), 0, 0)
     if c:
         fmu.fmi2FreeInstance(c)
     fmu.freeLibrary()
@@ -149,6 +186,12 @@ def test_wrong_guid_and_model_exchange_are_refused(fmu_path) -> None:
     assert not made and any("GUID '{00000000" in m for m in msgs), msgs
     made, msgs = _instantiate_raw(fmu_path("dc_motor"), kind=0)
     assert not made and any("Model Exchange" in m for m in msgs), msgs
+
+
+def test_a_missing_instance_name_is_refused(fmu_path) -> None:
+    for name in (None, b""):
+        made, msgs = _instantiate_raw(fmu_path("dc_motor"), name=name)
+        assert not made and any("instance name is missing" in m for m in msgs), (name, msgs)
 
 
 BAD_LOCATIONS = ["file:///nonexistent/dir/resources", "", "http://example.com/resources", "file://", "not a uri"]

@@ -96,6 +96,7 @@ class Plant:
                 raise ValueError(f"{name} must be positive, got {value!r}; kept {self.params[name]!r}")
         self.params[name] = value
         self.stale = True
+        self.fresh = False      # outputs computed before (in initialisation mode) are out of date
 
     def configure(self) -> None:
         """Compile for the current parameters (once per distinct set) and put the state at its

@@ -693,7 +693,7 @@ EXPORT fmi2Component fmi2Instantiate(fmi2String instanceName, fmi2Type fmuType, 
         free_instance(in);   /* no logger to say why: the FMI standard requires one */
         return NULL;
     }
-    if (!instanceName[0]) {
+    if (!instanceName || !instanceName[0]) {
         logf_(in, fmi2Error, "fmi2Instantiate: the instance name is missing");
         goto fail;
     }
@@ -872,7 +872,14 @@ static int refs_ok(Instance *in, const char *call, const fmi2ValueReference vr[]
 static PyObject *vr_list(const fmi2ValueReference vr[], size_t nvr)
 {
     PyObject *list = py.ListNew((Py_ssize_t)nvr);
-    for (size_t i = 0; list && i < nvr; i++) py.ListSetItem(list, (Py_ssize_t)i, py.LongFromLong((long)vr[i]));
+    for (size_t i = 0; list && i < nvr; i++) {
+        PyObject *o = py.LongFromLong((long)vr[i]);
+        if (!o) {   /* the exception stays set for the caller to log */
+            py.DecRef(list);
+            return NULL;
+        }
+        py.ListSetItem(list, (Py_ssize_t)i, o);
+    }
     return list;
 }
 
@@ -881,9 +888,23 @@ static fmi2Status set_values(Instance *in, const char *method, const fmi2ValueRe
                              PyObject *(*box)(const void *, size_t), const void *values)
 {
     GIL_ENTER
-    PyObject *refs = vr_list(vr, nvr), *vals = py.ListNew((Py_ssize_t)nvr);
-    for (size_t i = 0; vals && i < nvr; i++) py.ListSetItem(vals, (Py_ssize_t)i, box(values, i));
-    fmi2Status s = refs && vals ? call_status(in, method, "(OO)", refs, vals) : fmi2Error;
+    PyObject *refs = vr_list(vr, nvr), *vals = refs ? py.ListNew((Py_ssize_t)nvr) : NULL;
+    for (size_t i = 0; vals && i < nvr; i++) {
+        /* a value Python cannot take (a string that is not UTF-8) is refused with its reason:
+           a NULL item in the list would crash the slave */
+        PyObject *o = box(values, i);
+        if (!o) {
+            py.DecRef(vals);
+            vals = NULL;
+            break;
+        }
+        py.ListSetItem(vals, (Py_ssize_t)i, o);
+    }
+    fmi2Status s = fmi2Error;
+    if (refs && vals)
+        s = call_status(in, method, "(OO)", refs, vals);
+    else
+        log_exception(in, method);
     if (refs) py.DecRef(refs);
     if (vals) py.DecRef(vals);
     GIL_LEAVE
@@ -896,13 +917,18 @@ static fmi2Status get_values(Instance *in, const char *method, const fmi2ValueRe
                              int (*unbox)(PyObject *, void *, size_t), void *values, PyObject **keep)
 {
     PyObject *refs = vr_list(vr, nvr);
-    PyObject *list = refs ? call(in, method, "(O)", refs) : NULL;
-    if (refs) py.DecRef(refs);
+    if (!refs) {
+        log_exception(in, method);
+        return fmi2Error;
+    }
+    PyObject *list = call(in, method, "(O)", refs);
+    py.DecRef(refs);
     if (!list) return fmi2Error;
     fmi2Status s = fmi2OK;
-    if (py.ListSize(list) != (Py_ssize_t)nvr) {
+    Py_ssize_t got = py.ListSize(list);
+    if (got != (Py_ssize_t)nvr) {
         if (py.ErrOccurred()) py.ErrClear();
-        logf_(in, fmi2Error, "%s returned %zd values for %zu value references", method, py.ListSize(list), nvr);
+        logf_(in, fmi2Error, "%s returned %zd values for %zu value references", method, got, nvr);
         s = fmi2Error;
     }
     for (size_t i = 0; s == fmi2OK && i < nvr; i++)
