@@ -65,7 +65,11 @@ HOSTILE = [
     ("billion laughs", BOMB.encode(), "with every alias expanded", None),
     ("merge-key bomb", MERGE_BOMB.encode(), "with every alias expanded", None),
     ("recursive alias", b"a: &a [*a]\n", "contains it", 1),
-    ("deep nesting", b"name: m\nbodies: " + b"[" * 5000 + b"]" * 5000 + b"\n", "nested more than", 2),
+    # PyYAML >= 6.0.4 refuses this depth itself before our limit is reached: only the
+    # behaviour (one ModelError naming the file and line) is asserted, not whose words say it
+    ("deep nesting", b"name: m\nbodies: " + b"[" * 5000 + b"]" * 5000 + b"\n", None, 2),
+    ("nesting past our limit", b"name: m\nbodies: " + b"[" * (FILE_LIMITS.depth + 5)
+     + b"]" * (FILE_LIMITS.depth + 5) + b"\n", f"nested more than {FILE_LIMITS.depth} levels", 2),
     ("5000-digit integer", b"name: m\ngravity: [0, 0, " + b"9" * 5000 + b"]\n", "characters", 2),
     ("long value", b"name: " + b"x" * (FILE_LIMITS.scalar + 1) + b"\n", "characters", 1),
     ("NUL character", b"name: m\ndescription: a\x00b\n", "U+0000", 2),
@@ -78,13 +82,14 @@ HOSTILE = [
 
 @pytest.mark.parametrize("content, words, line", [case[1:] for case in HOSTILE],
                          ids=[case[0] for case in HOSTILE])
-def test_hostile_file_is_a_model_error_with_file_and_line(tmp_path: Path, content: bytes, words: str,
+def test_hostile_file_is_a_model_error_with_file_and_line(tmp_path: Path, content: bytes, words: str | None,
                                                            line: int | None) -> None:
     path = tmp_path / "m.yaml"
     path.write_bytes(content)
     err = load_error(path)
     assert len(err.issues) == 1 and err.issues[0].file == str(path)
-    assert words in err.issues[0].message, str(err)
+    if words is not None:
+        assert words in err.issues[0].message, str(err)
     if line is not None:
         assert err.issues[0].line == line, str(err)
 
