@@ -223,10 +223,11 @@ def tree_groups(parent: np.ndarray) -> dict[str, np.ndarray]:
     return {"tree_top": top, "tree_sub_ptr": ptr, "tree_sub": order}
 
 
-# Bodies from which the recursion with closed loops beats the composite route (one RHS,
-# benchmarks/run.py loops_chain and the shipped loop models: four-bar 9.8 against 8.0 us, 4
-# coupled four-bars (9 bodies) 32.2 against 31.2 us, 8 (17 bodies) 64 against about 100 us)
-LOOP_RECURSION_BODIES = 10
+# Bodies from which the recursion with closed loops beats the composite route (one RHS, the
+# shipped loop models and benchmarks/models.four_bar_chain: four-bar (3 bodies) 4.2 against
+# 3.6 us, Bricard (5) 7.5 against 6.2 us, 2 coupled four-bars (5) 7.5 against 6.9 us, 3 (7)
+# 10.8 against 11.1 us, 8 (17) 26.1 against 46.7 us)
+LOOP_RECURSION_BODIES = 7
 
 
 def uses_recursion(dynamics: str, arrays: SystemArrays) -> bool:

@@ -27,12 +27,15 @@ def constraint_row(S, W, r, q, u, with_jac):
     at markers a and b per unit multiplier whose virtual power is the row's rate:
     dg/dt = F_a . v_a + T_a . w_a + F_b . v_b + T_b . w_b. With with_jac, W.c_Jva ... W.c_Jwb
     hold the two markers' Jacobians. W must hold the world poses and motion of the bodies
-    (kinematics.forward, or the recursion's kinematics pass without Jacobians)."""
+    (kinematics.forward, or the recursion's kinematics pass without Jacobians). Call it for
+    r = 0, 1, ... in turn within one evaluation: the rows of a cut are consecutive and share its
+    two markers, whose poses and motion are evaluated at the cut's first row only."""
     ra, Aa, va, wa, Jva, Jwa, aa, ala = W.c_ra, W.c_Aa, W.c_va, W.c_wa, W.c_Jva, W.c_Jwa, W.c_aa, W.c_ala
     rb, Ab, vb, wb, Jvb, Jwb, ab, alb = W.c_rb, W.c_Ab, W.c_vb, W.c_wb, W.c_Jvb, W.c_Jwb, W.c_ab, W.c_alb
     e, f, t, d, dd, ed, fd, fw = W.c_e, W.c_f, W.c_t, W.c_d, W.c_dd, W.c_ed, W.c_fd, W.c_fw
-    marker_world(S, W, S.cr_a[r], q, u, ra, Aa, va, wa, Jva, Jwa, aa, ala, with_jac)
-    marker_world(S, W, S.cr_b[r], q, u, rb, Ab, vb, wb, Jvb, Jwb, ab, alb, with_jac)
+    if r == 0 or S.cr_a[r] != S.cr_a[r - 1] or S.cr_b[r] != S.cr_b[r - 1]:
+        marker_world(S, W, S.cr_a[r], q, u, ra, Aa, va, wa, Jva, Jwa, aa, ala, with_jac)
+        marker_world(S, W, S.cr_b[r], q, u, rb, Ab, vb, wb, Jvb, Jwb, ab, alb, with_jac)
     E = S.cr_E[r]
     i = S.cr_i[r]
     for k in range(3):      # e = e_i of frame A in world, ed = its rate w_a x e

@@ -302,7 +302,7 @@ class Solver:
     and unit vectors with a constant mass matrix, flexmbs.natural; a cross-check in simulate).
     dynamics: how joint-coordinate forward dynamics is solved: recursive (articulated-body
     algorithm, O(bodies), closed loops solved on its factorisation), composite (dense mass
-    matrix and Cholesky), or auto (recursive on trees and on loop models of 10 or more bodies,
+    matrix and Cholesky), or auto (recursive on trees and on loop models of 7 or more bodies,
     where it is faster; composite otherwise); massive elastic rods always take the composite
     route."""
 
