@@ -12,7 +12,7 @@
  *   sequence NAME...             Gauss-Seidel order (every element once)
  *   run STEP NSTEPS
  * Each element in sequence gets its inputs from the latest values of their sources, steps, and
- * its sources are read (the scheme of flexmbs_fmu.cosim.Master with Assembly.sequence).
+ * its sources are read (the scheme of flexmbs.fmi.cosim.Master with Assembly.sequence).
  * Output: "elapsed SECONDS STEPS" (CPU time of the steps after the first, which loads the
  * compiled kernels), then one line "link K VALUE" per connection (17 digits).
  * Exit status: 0 ok, 2 usage or plan, 3 load, 4 instantiate, 5 a call failed. */

@@ -22,7 +22,7 @@ Times are CPU times of the process (time.process_time; the C host measures its o
 CLOCK_PROCESS_CPUTIME_ID), which a shared machine disturbs less than wall time. Rounds are
 interleaved (direct, fmpy, C host, libcosim, direct, ...); reported per step: min and median
 over rounds. The servo demo (7 FMUs, 2.5 s) runs once each after a warm-up through our fmpy
-master (flexmbs_fmu.cosim.Master, Gauss-Seidel, 1 ms), the C master (benchmarks/c_master.c, the
+master (flexmbs.fmi.cosim.Master, Gauss-Seidel, 1 ms), the C master (benchmarks/c_master.c, the
 same scheme, from a plan written here; its final values are compared with the fmpy master's)
 and libcosim (Jacobi, on its SSP package at 0.5 ms, the step that scheme needs).
 """
@@ -115,7 +115,7 @@ class FmpyHost:
 
 def c_binary(folder: Path, name: str, source: Path) -> Path | None:
     """Compile one of the C hosts into folder/name; None without a C compiler."""
-    from flexmbs_fmu.shim import compiler
+    from flexmbs.fmi.frontend import compiler
 
     cc = compiler()
     if cc is None:
@@ -170,7 +170,7 @@ def per_step_libcosim(path: str, vr: dict[str, int], steps: int) -> float | None
         from libcosimpy.CosimSlave import CosimLocalSlave
     except ImportError:
         return None
-    from flexmbs_fmu.ssp import quiet_libcosim
+    from flexmbs.fmi.ssp import quiet_libcosim
 
     quiet_libcosim()
     execution = CosimExecution.from_step_size(int(H * 1e9))
@@ -194,7 +194,7 @@ def stats(xs: list[float]) -> dict[str, float]:
 def bench_plant(folder: Path, method: str | None, steps: int, rounds: int, exe: Path | None) -> dict:
     from fmpy import extract, read_model_description
 
-    from flexmbs_fmu.build import build
+    from flexmbs.fmi.build import build
 
     model = model_variant(folder, method)
     built = build(model, folder)
@@ -232,10 +232,10 @@ def bench_servo(folder: Path) -> dict:
     sys.path.insert(0, str(HERE.parent / "examples"))
     from designs import huang_servo
 
-    from flexmbs_fmu.build import build, build_component
-    from flexmbs_fmu.cosim import Master
-    from flexmbs_fmu.servo import assembly
-    from flexmbs_fmu.ssp import quiet_libcosim, run_libcosim, write_ssp
+    from flexmbs.fmi.build import build, build_component
+    from flexmbs.fmi.cosim import Master
+    from flexmbs.fmi.servo import assembly
+    from flexmbs.fmi.ssp import quiet_libcosim, run_libcosim, write_ssp
 
     design = huang_servo(models_dir())
     design.step_size = H

@@ -24,7 +24,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from _figures import finish  # noqa: E402
 
-from flexmbs_fmu.cosim import Master  # noqa: E402
+from flexmbs.fmi.cosim import Master  # noqa: E402
 from designs import HE_MOTOR, crank_rocker_motor, midspan_deflection  # noqa: E402
 
 

@@ -1,6 +1,6 @@
 """The demos' data: Huang's two-link arm under two geared DC motors and PID controllers (the
 servo demo and the design example), and He's crank-rocker started by his DC motor. The machinery
-(assembly, reference, first design, objective, tuning) is generic, in flexmbs_fmu.servo."""
+(assembly, reference, first design, objective, tuning) is generic, in flexmbs.fmi.servo."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 
 from flexmbs.model.catalog import models_dir
-from flexmbs_fmu.cosim import Assembly, Element
-from flexmbs_fmu.servo import Axis, ServoDesign
+from flexmbs.fmi.cosim import Assembly, Element
+from flexmbs.fmi.servo import Axis, ServoDesign
 
 # integral gains of the demo's first design [V/(rad s)]: first_design places kp and kd only
 FIRST_KI = {"shoulder": 10.0, "elbow": 100.0}

@@ -1,9 +1,9 @@
 """Robustness of the servo demo's gains against +-30 % payload and link-2 stiffness, and robust
-tuning, on a Dask cluster (flexmbs_fmu.sweep).
+tuning, on a Dask cluster (flexmbs.fmi.sweep).
 
 1. Sweep: the demo's gains (examples/designs.py) over a Latin hypercube of the payload (tip mass
    of link 2, nominal 0.5 kg) and link 2's Young's modulus (nominal 69 GPa), each 0.7 to 1.3
-   times nominal; the worst case by the design objective (flexmbs_fmu.servo.objective: tracking
+   times nominal; the worst case by the design objective (flexmbs.fmi.servo.objective: tracking
    error, residual tip vibration, voltage chatter).
 2. Robust tuning: kp and kd of both joints by differential evolution against an uncertainty set
    (the 4 corners of the box plus a Latin-hypercube sample), minimising the worst-case objective
@@ -33,9 +33,9 @@ import numpy as np  # noqa: E402
 from _figures import finish  # noqa: E402
 
 from designs import huang_servo  # noqa: E402
-from flexmbs_fmu.sweep import Engine, Study, parameter, parameter_sets, simulate, sweep  # noqa: E402
-from flexmbs_fmu.sweep.plots import metric_map  # noqa: E402
-from flexmbs_fmu.sweep.tune import Gain, tune  # noqa: E402
+from flexmbs.fmi.sweep import Engine, Study, parameter, parameter_sets, simulate, sweep  # noqa: E402
+from flexmbs.fmi.sweep.plots import metric_map  # noqa: E402
+from flexmbs.fmi.sweep.tune import Gain, tune  # noqa: E402
 
 UNCERTAIN = {"arm.payload": {"low": 0.7, "high": 1.3, "relative": True},
              "arm.link2_E": {"low": 0.7, "high": 1.3, "relative": True}}

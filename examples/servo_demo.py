@@ -1,6 +1,6 @@
 """The servo demo: Huang's two-link arm (link 2 flexible) driven by two geared DC motors under
 two discrete PID controllers, moving from (0, 0) to (1.2, 0.6) rad, co-simulated from FMUs by
-masters: our explicit fmpy loop (flexmbs_fmu.cosim.Master) in Gauss-Seidel order at the
+masters: our explicit fmpy loop (flexmbs.fmi.cosim.Master) in Gauss-Seidel order at the
 design's 1 ms step (the plot), and three Jacobi masters at 0.5 ms, the step Jacobi coupling
 needs here: ours, fmpy's SSP runner and libcosim (OSP) on the .ssp package written for them.
 Prints how the masters agree and their real-time factors.
@@ -24,10 +24,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from _figures import finish  # noqa: E402
 
-from flexmbs_fmu.cosim import Master, max_difference  # noqa: E402
+from flexmbs.fmi.cosim import Master, max_difference  # noqa: E402
 from designs import huang_servo  # noqa: E402
-from flexmbs_fmu.servo import assembly  # noqa: E402
-from flexmbs_fmu.ssp import quiet_libcosim, run_fmpy, run_libcosim, write_ssp  # noqa: E402
+from flexmbs.fmi.servo import assembly  # noqa: E402
+from flexmbs.fmi.ssp import quiet_libcosim, run_fmpy, run_libcosim, write_ssp  # noqa: E402
 from flexmbs.model.catalog import models_dir
 
 MODELS = models_dir()

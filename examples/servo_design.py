@@ -28,9 +28,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from _figures import finish  # noqa: E402
 
-from flexmbs_fmu.cosim import Master  # noqa: E402
+from flexmbs.fmi.cosim import Master  # noqa: E402
 from designs import FIRST_KI, huang_servo  # noqa: E402
-from flexmbs_fmu.servo import assembly, first_design, objective, tune  # noqa: E402
+from flexmbs.fmi.servo import assembly, first_design, objective, tune  # noqa: E402
 from flexmbs.model.catalog import models_dir
 
 MODELS = models_dir()

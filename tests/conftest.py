@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 def fmus(tmp_path_factory) -> dict:
     """Model or block name -> Built FMU (or the exception its build raised), every models/*.yaml
     and every block built and validated with fmpy validate and fmutool -check."""
-    from flexmbs_fmu.build import COMPONENTS, build, build_component
+    from flexmbs.fmi.build import COMPONENTS, build, build_component
 
     out = tmp_path_factory.mktemp("fmus")
     built = {}

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy.integrate import trapezoid
 
-from flexmbs_fmu.cosim import Master
+from flexmbs.fmi.cosim import Master
 from designs import HE_MOTOR, crank_rocker_motor, midspan_deflection
 
 

@@ -38,5 +38,5 @@ def test_cited_keys_are_in_the_references() -> None:
     for key in ("Huang 1998", "He 1993", "Kraus et al. 2001", "Verlinden et al.", "Hwang 2005"):
         assert key in keys
     root = Path(__file__).resolve().parents[1]
-    for path in [*(root / "src").rglob("*.py"), *(root / "src").rglob("*.yaml")]:
+    for path in [*(root / "src").rglob("*.py"), *(root / "fmu_src").rglob("*.py"), *(root / "models").rglob("*.yaml")]:
         assert not re.search(r"\bseed 00\d", path.read_text()), f"{path}: cite the work (docs/references.md), not a seed number"

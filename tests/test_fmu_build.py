@@ -3,6 +3,7 @@ model description (units, dependencies, initial unknowns, stable GUID, documenta
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -15,8 +16,8 @@ from fmpy import read_model_description
 from fmpy.validation import validate_fmu
 
 from flexmbs.model import ModelError
-from flexmbs_fmu import build as build_module
-from flexmbs_fmu.build import BuildError, build
+from flexmbs.fmi import build as build_module
+from flexmbs.fmi.build import BuildError, build
 
 
 def test_every_model_builds_and_validates(fmus) -> None:
@@ -128,3 +129,43 @@ def test_natural_formulation_is_refused_with_the_reason(tmp_path: Path) -> None:
     with pytest.raises(BuildError, match="solver.formulation is 'natural'; FMUs run the joint-coordinate"):
         build(path, tmp_path / "out")
     assert not (tmp_path / "out" / "four_bar.fmu").exists()
+
+
+def _bundle_record(fmu: str) -> tuple[str, tuple[str, ...]]:
+    """BUNDLE (digest) and FILES of the slave module inside a built FMU."""
+    with zipfile.ZipFile(fmu) as z:
+        name = next(n for n in z.namelist() if n.startswith("resources/flexmbs_plant_") and n.endswith(".py"))
+        namespace: dict = {}
+        for line in z.read(name).decode().splitlines():
+            if line.startswith(("BUNDLE = ", "FILES = ")):
+                exec(line, namespace)   # noqa: S102 - two literals written by the build
+    return namespace["BUNDLE"], namespace["FILES"]
+
+
+def test_a_plant_bundles_what_its_slave_imports_and_no_host_tool(fmu_path, tmp_path: Path) -> None:
+    """The bundle is the slave's import closure: an edit to a host tool (the SSP writer, a
+    sweep plot, the build) leaves a plant FMU's bundle digest as it was; an edit to a module
+    the plant runs changes it."""
+    import flexmbs_fmu.bundle as bundle
+    from flexmbs.fmi.closure import import_closure, package_roots
+
+    digest, files = _bundle_record(fmu_path("huang_two_link"))
+    assert "flexmbs_fmu/plant.py" in files and "flexmbs/kernels/dynamics.py" in files
+    assert not [f for f in files if f.startswith("flexmbs/fmi/") or f == "flexmbs/cli.py"]
+    copy = {}
+    for name, root in package_roots(build_module.RUNTIME_PACKAGES).items():
+        copy[name] = tmp_path / name
+        shutil.copytree(root, copy[name], ignore=shutil.ignore_patterns("__pycache__"))
+    entries = ("flexmbs_fmu.base", "flexmbs_fmu.plant")
+
+    def digest_now() -> str:
+        return bundle.tree_digest(copy, import_closure(copy, entries))
+
+    assert import_closure(copy, entries) == files and digest_now() == digest
+    for tool in ("fmi/ssp.py", "fmi/sweep/plots.py", "fmi/build.py", "cli.py"):
+        with open(copy["flexmbs"] / tool, "a") as f:
+            f.write("\n# an edit to a host tool\n")
+    assert digest_now() == digest
+    with open(copy["flexmbs_fmu"] / "plant.py", "a") as f:
+        f.write("\n# an edit to the plant\n")
+    assert digest_now() != digest

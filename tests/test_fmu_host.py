@@ -321,7 +321,7 @@ def test_no_abort_at_exit_after_the_host_unloads_the_fmus(fmu_path) -> None:
 
 @pytest.fixture(scope="module")
 def c_host(tmp_path_factory) -> Path:
-    from flexmbs_fmu.shim import compiler
+    from flexmbs.fmi.frontend import compiler
 
     cc = compiler()
     if cc is None:
@@ -413,7 +413,7 @@ def test_libcosim_runs_the_ssp_package_with_the_step_it_carries(fmu_dir, tmp_pat
     """libcosim, given no step, reads the communication step from the package (without one it
     crashes): run in a new process, it reaches the end in steps of exactly that size."""
     from designs import crank_rocker_motor
-    from flexmbs_fmu.ssp import write_ssp
+    from flexmbs.fmi.ssp import write_ssp
 
     asm = crank_rocker_motor(fmu_dir, stop_time=0.02, step_size=2e-3)
     ssp = write_ssp(asm, tmp_path / "crank.ssp")
@@ -472,8 +472,8 @@ def test_without_a_c_compiler_the_fmu_keeps_pythonfmus_binary(tmp_path, monkeypa
     binary alone, which still runs in a Python host."""
     import zipfile
 
-    import flexmbs_fmu.build as build
-    import flexmbs_fmu.shim as shim
+    import flexmbs.fmi.build as build
+    import flexmbs.fmi.frontend as shim
 
     monkeypatch.setattr(shim, "compiler", lambda: None)
     assert shim.compile_front_end(tmp_path / "x.so", "{g}", [], "x", "x") == "no C compiler (cc, gcc or $CC) found"
@@ -496,7 +496,7 @@ def test_two_builds_of_one_model_each_run_their_own_model_file(fmu_path, tmp_pat
     import yaml
 
     from flexmbs.model.catalog import models_dir
-    from flexmbs_fmu.build import build
+    from flexmbs.fmi.build import build
 
     data = yaml.safe_load((models_dir() / "double_pendulum.yaml").read_text())
     data["joints"][0]["q0"] = 0.7

@@ -155,7 +155,7 @@ def test_gauges_are_fmu_outputs_like_simulate(tmp_path) -> None:
     from fmpy import read_model_description, simulate_fmu
 
     from flexmbs.model.catalog import models_dir
-    from flexmbs_fmu.build import build
+    from flexmbs.fmi.build import build
 
     data = yaml.safe_load((models_dir() / "huang_two_link.yaml").read_text())
     data["sensors"] += [{"name": "root_gauge", "body": "link2", "type": "strain_gauge", "x": 0.0, "y": 0.00635},

@@ -16,7 +16,9 @@ import flexmbs
 from flexmbs.model.catalog import shipped_models
 
 CHECKOUT = Path(__file__).resolve().parents[1]
-SOURCES = CHECKOUT / "src"     # the source tree; a virtual environment may live in the checkout
+# the source trees (setup.py: the core, the FMU runtime, the model files); a virtual environment
+# may live in the checkout
+SOURCE_TREES = {CHECKOUT / "src": "", CHECKOUT / "fmu_src": "", CHECKOUT / "models": "flexmbs/models/"}
 
 
 def _installed_modules() -> list[str]:
@@ -35,7 +37,7 @@ def test_package_comes_from_the_installation_not_the_checkout() -> None:
     assert Path(flexmbs.__file__).resolve() == recorded, (
         f"flexmbs imported from {flexmbs.__file__}, not from the installed distribution ({recorded}): "
         "the tests must run what `pip install .` installed")
-    assert SOURCES not in recorded.parents
+    assert not any(tree in recorded.parents for tree in SOURCE_TREES)
 
 
 def test_every_installed_module_imports() -> None:
@@ -46,9 +48,18 @@ def test_every_installed_module_imports() -> None:
         if name.endswith("__main__"):
             continue
         importlib.import_module(name)
-    sources = {p.relative_to(SOURCES).with_suffix("").as_posix().replace("/", ".").removesuffix(".__init__")
-               for p in SOURCES.rglob("*.py")} if SOURCES.is_dir() else set()
+    sources = {p.relative_to(tree).with_suffix("").as_posix().replace("/", ".").removesuffix(".__init__")
+               for tree in SOURCE_TREES if tree.is_dir() for p in tree.rglob("*.py")}
     assert sources <= set(modules), f"not installed: {sorted(sources - set(modules))}"
+
+
+def test_every_file_of_the_source_trees_is_installed() -> None:
+    """The model files and the C front end are data: installed beside the modules."""
+    installed = {str(f) for f in distribution("flexmbs").files or []}
+    wanted = {prefix + p.relative_to(tree).as_posix()
+              for tree, prefix in SOURCE_TREES.items() if tree.is_dir()
+              for p in tree.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
+    assert wanted and wanted <= installed, f"not installed: {sorted(wanted - installed)}"
 
 
 def test_shipped_models_install_and_load_by_name() -> None:
@@ -73,5 +84,5 @@ def test_each_formulation_runs_from_a_foreign_folder(tmp_path, formulation) -> N
     run = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stderr
     where, q = run.stdout.split()
-    assert SOURCES not in Path(where).resolve().parents
+    assert not any(tree in Path(where).resolve().parents for tree in SOURCE_TREES)
     assert np.isfinite(float(q))

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy.linalg import expm
 
-from flexmbs_fmu.cosim import Assembly, CosimError, Element, Master
+from flexmbs.fmi.cosim import Assembly, CosimError, Element, Master
 
 J_DISC = 0.01                   # flywheel inertia [kg m^2] (models/flywheel.yaml)
 MOTOR = {"R": 2.0, "L": 0.01, "k_t": 0.1, "J_rotor": 1e-4, "b_motor": 0.0, "ratio": 10.0, "efficiency": 1.0}

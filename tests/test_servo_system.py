@@ -15,10 +15,10 @@ from fmpy import read_model_description
 
 from flexmbs.model import load_model
 from flexmbs.system import compile_model
-from flexmbs_fmu.cosim import CosimError, Master, algebraic_loop, max_difference
+from flexmbs.fmi.cosim import CosimError, Master, algebraic_loop, max_difference
 from designs import huang_servo
-from flexmbs_fmu.servo import assembly, objective, reference, tune
-from flexmbs_fmu.ssp import quiet_libcosim, run_fmpy, run_libcosim, write_ssp
+from flexmbs.fmi.servo import assembly, objective, reference, tune
+from flexmbs.fmi.ssp import quiet_libcosim, run_fmpy, run_libcosim, write_ssp
 from flexmbs.model.catalog import models_dir
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -18,9 +18,9 @@ pytest.importorskip("pyarrow")
 
 from designs import huang_servo  # noqa: E402  (examples/, on sys.path through conftest)
 
-from flexmbs_fmu.sweep import (DesignError, Engine, Study, evaluate, parameter, parameter_sets,  # noqa: E402
+from flexmbs.fmi.sweep import (DesignError, Engine, Study, evaluate, parameter, parameter_sets,  # noqa: E402
                                row_key, sweep)
-from flexmbs_fmu.sweep.metrics import overshoot, settling_time  # noqa: E402
+from flexmbs.fmi.sweep.metrics import overshoot, settling_time  # noqa: E402
 
 # unbounded voltage and a huge derivative gain on the elbow: the sampled loop is unstable and
 # link 2's deflection grows until the plant's solver refuses the step
@@ -31,7 +31,7 @@ DIVERGING = {"c_elbow.kd": 1e3, "c_elbow.u_max": 1e6, "c_elbow.u_min": -1e6}
 def study(tmp_path_factory) -> Study:
     """The servo demo on a short move (0.3 s run), with the 4 FMUs it needs built once."""
     from flexmbs.model.catalog import models_dir
-    from flexmbs_fmu.build import COMPONENTS, build, build_component
+    from flexmbs.fmi.build import COMPONENTS, build, build_component
 
     out = tmp_path_factory.mktemp("sweep_fmus")
     build(models_dir() / "huang_two_link.yaml", out)
@@ -191,7 +191,7 @@ def test_step_metrics_of_a_second_order_response() -> None:
 # ----------------------------------------------------------------------------- tuning
 
 def test_robust_measures_follow_their_definitions() -> None:
-    from flexmbs_fmu.sweep.tune import robust_value
+    from flexmbs.fmi.sweep.tune import robust_value
     v = [0.5, 3.0, 1.0, 2.0, 4.0]
     assert robust_value(v, "worst") == 4.0
     assert robust_value(v, "mean") == pytest.approx(2.1)
@@ -202,7 +202,7 @@ def test_robust_measures_follow_their_definitions() -> None:
 
 
 def test_robust_tuning_improves_on_its_start_and_resumes(study, engine, tmp_path) -> None:
-    from flexmbs_fmu.sweep.tune import Gain, tune
+    from flexmbs.fmi.sweep.tune import Gain, tune
     scenarios = [{"arm.payload": 0.35}, {"arm.payload": 0.65}]
     gains = [Gain("c_elbow.kd", 3.0, 40.0)]
     kwargs = dict(start={"c_elbow.kd": 11.4}, measure="worst", popsize=5, maxiter=1, seed=2, progress=False)

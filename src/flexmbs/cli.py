@@ -1,5 +1,5 @@
 """Command line: `flexmbs simulate | animate | modes | linearize | check | models` (and `build`,
-`sweep`, `tune`, registered by the FMU layer flexmbs_fmu through the `flexmbs.commands` entry point).
+`sweep`, `tune`, from flexmbs.fmi.cli through the `flexmbs.commands` entry point).
 
     flexmbs models
     flexmbs check huang_two_link

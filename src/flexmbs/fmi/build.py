@@ -3,8 +3,9 @@
 
 1. Load and compile the model (a bad model stops here with the model-file errors).
 2. Generate the slave module (unique module and class name per model) and bundle into the
-   FMU's resources: the model file and its data files, and the flexmbs sources (a block
-   bundles only the flexmbs_fmu package: it needs no multibody core).
+   FMU's resources: the model file and its data files, and the sources the slave imports
+   (closure.import_closure: a plant takes the core's modules it uses, a block only its own
+   flexmbs_fmu modules; never a host tool).
 3. Build with pythonfmu, then replace its modelDescription.xml with a complete one (units,
    dependencies, InitialUnknowns, a stable GUID, default experiment) and add
    documentation/_main.html.
@@ -35,16 +36,20 @@ from flexmbs.model.catalog import resolve
 from flexmbs.model.validate import SUPERELEMENT_FILES
 from flexmbs.system import compile_model
 
-from . import bundle
-from .base import GuardedSlave
-from .component import Component, component_digest
-from .controller import PIDController
+from flexmbs_fmu import bundle
+from flexmbs_fmu.base import GuardedSlave
+from flexmbs_fmu.component import Component, component_digest
+from flexmbs_fmu.controller import PIDController
 from .description import documentation, guid, model_description
-from .interface import plant_interface
-from .motor import DCMotor
-from .shim import RECORD, compile_front_end, record
-from .trajectory import Trajectory
-from .variables import Variable
+from flexmbs_fmu.interface import plant_interface
+from flexmbs_fmu.motor import DCMotor
+from .closure import import_closure, package_roots
+from .frontend import RECORD, compile_front_end, record
+from flexmbs_fmu.trajectory import Trajectory
+from flexmbs_fmu.variables import Variable
+
+# The packages whose modules an FMU may bundle (what its slave imports of them).
+RUNTIME_PACKAGES = ("flexmbs", "flexmbs_fmu")
 
 # The blocks that build_fmu.py --all builds next to the plants, by FMU name.
 COMPONENTS: dict[str, type[Component]] = {c.NAME: c for c in (DCMotor, PIDController, Trajectory)}
@@ -105,11 +110,12 @@ from pathlib import Path
 
 BUNDLE = "{bundle}"
 PACKAGES = {packages!r}
+FILES = {files!r}
 
 # from flexmbs_fmu/bundle.py (they run before flexmbs can be imported)
 {chooser}
 
-choose_sources(Path(__file__).resolve().parent / "python", BUNDLE, PACKAGES)
+choose_sources(Path(__file__).resolve().parent / "python", BUNDLE, PACKAGES, FILES)
 
 from flexmbs_fmu.base import keep_alive  # noqa: E402
 {imports}
@@ -124,7 +130,8 @@ class {cls}({base}):
 
 def _chooser_source() -> str:
     """Source of the functions in bundle.py that pick the installed or the bundled sources."""
-    return "\n\n".join(inspect.getsource(f) for f in (bundle.tree_digest, writable_cache, bundle.choose_sources))
+    return "\n\n".join(inspect.getsource(f) for f in (bundle.tree_digest, bundle._digest_or_none, writable_cache,
+                                                       bundle.choose_sources))
 
 
 def identifier(name: str) -> str:
@@ -133,26 +140,19 @@ def identifier(name: str) -> str:
     return ident if re.match(r"[A-Za-z_]", ident) else f"m_{ident}"
 
 
-def _packages(core: bool) -> dict[str, Path]:
-    import flexmbs_fmu
-
-    found = {"flexmbs": Path(flexmbs.__file__).parent} if core else {}
-    return {**found, "flexmbs_fmu": Path(flexmbs_fmu.__file__).parent}
-
-
-def _copy_sources(dest: Path, core: bool) -> str:
-    """Copy the .py files of flexmbs_fmu (and of the core flexmbs if `core`) to dest; return
-    their digest (bundle.tree_digest, which the FMU checks again before it imports them)."""
-    packages = _packages(core)
-    for name, src in packages.items():
-        for path in sorted(src.rglob("*.py")):
-            rel = path.relative_to(src)
-            if "__pycache__" in rel.parts:
-                continue
-            target = dest / name / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(path, target)
-    return bundle.tree_digest({name: dest / name for name in packages})
+def _copy_sources(dest: Path, entries: tuple[str, ...]) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+    """Copy to dest the source files that the modules `entries` import (closure.import_closure
+    over flexmbs and flexmbs_fmu). Returns their digest (bundle.tree_digest, which the FMU
+    checks again before it imports them), the packages they come from and the files."""
+    roots = package_roots(RUNTIME_PACKAGES)
+    files = import_closure(roots, entries)
+    packages = tuple(p for p in RUNTIME_PACKAGES if any(f.startswith(f"{p}/") for f in files))
+    for name in files:
+        package, rel = name.split("/", 1)
+        target = dest / package / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(roots[package] / rel, target)
+    return bundle.tree_digest({p: dest / p for p in packages}, files), packages, files
 
 
 def _copy_model(model: Model, model_path: Path, dest: Path) -> None:
@@ -206,7 +206,8 @@ def build(model_path: Union[str, os.PathLike], out_dir: Union[str, os.PathLike] 
     guid_ = guid(model.name, itf.digest(), model_path.read_bytes())
     ex = model.fmu
     return _package(
-        ident, model.name, f"flexmbs_plant_{ident}", itf.variables, out_dir, check, core=True, what=str(model_path),
+        ident, model.name, f"flexmbs_plant_{ident}", itf.variables, out_dir, check,
+        entries=("flexmbs_fmu.base", "flexmbs_fmu.plant"), what=str(model_path),
         imports="from flexmbs_fmu.plant import PlantSlave  # noqa: E402", base="PlantSlave",
         body=f'    model_file = "model/{model_path.name}"\n', digest=itf.digest(), guid_=guid_,
         add_files=lambda src: _copy_model(model, model_path, src / "model"),
@@ -227,7 +228,8 @@ def build_component(name: str, out_dir: Union[str, os.PathLike] = "fmus", check:
     source = Path(sys.modules[comp.__module__].__file__).read_bytes()
     guid_ = guid(name, digest, source)
     return _package(
-        name, name, f"flexmbs_block_{name}", list(comp.VARIABLES), out_dir, check, core=False, what=f"block {name}",
+        name, name, f"flexmbs_block_{name}", list(comp.VARIABLES), out_dir, check,
+        entries=("flexmbs_fmu.base", "flexmbs_fmu.component", comp.__module__), what=f"block {name}",
         imports=f"from flexmbs_fmu.component import ComponentSlave  # noqa: E402\n"
                 f"from {comp.__module__} import {comp.__name__}  # noqa: E402",
         base="ComponentSlave", body=f"    component = {comp.__name__}\n", digest=digest, guid_=guid_,
@@ -239,7 +241,7 @@ def build_component(name: str, out_dir: Union[str, os.PathLike] = "fmus", check:
 
 
 def _package(ident: str, model_name: str, module: str, variables: list[Variable], out_dir: Union[str, os.PathLike], check: bool, *,
-             core: bool, what: str, imports: str, base: str, body: str, digest: str, guid_: str,
+             entries: tuple[str, ...], what: str, imports: str, base: str, body: str, digest: str, guid_: str,
              add_files: Optional[Callable[[Path], None]], doc: str, description: str, author: str, version: str,
              stop_time: float, step_size: float, tolerance: Optional[float]) -> Built:
     """Generate the slave module, bundle the sources (and `add_files` into the resources), build
@@ -252,13 +254,13 @@ def _package(ident: str, model_name: str, module: str, variables: list[Variable]
     with tempfile.TemporaryDirectory(prefix="flexmbs_fmu_") as tmp:
         work = Path(tmp)
         src = work / "src"
-        digest_ = _copy_sources(src / "python", core)
+        digest_, packages, files = _copy_sources(src / "python", entries)
         project = [src / "python"]
         if add_files is not None:
             add_files(src)
             project.insert(0, src / "model")
         script = src / f"{module}.py"
-        script.write_text(_MODULE.format(name=model_name, bundle=digest_, packages=tuple(_packages(core)),
+        script.write_text(_MODULE.format(name=model_name, bundle=digest_, packages=packages, files=files,
                                          chooser=_chooser_source(), cls=ident, imports=imports, base=base, body=body,
                                          digest=digest))
         docs = work / "doc"

@@ -21,25 +21,30 @@ from pathlib import Path
 from flexmbs._cache import writable_cache
 
 
-def tree_digest(roots: dict) -> str:
-    """Digest of the .py files under each package folder in `roots` (package name -> folder),
-    by package-relative path and content; __pycache__ is ignored. 16 hex digits."""
+def tree_digest(roots: dict, files: tuple) -> str:
+    """Digest of `files` ("package/relative/path.py", the FMU's bundle), each read from the
+    folder of its package in `roots` (package name -> folder), by name and content. 16 hex
+    digits; raises OSError when a file is missing."""
     h = hashlib.sha256()
-    for name, src in roots.items():
-        src = Path(src)
-        for path in sorted(src.rglob("*.py")):
-            rel = path.relative_to(src)
-            if "__pycache__" in rel.parts:
-                continue
-            h.update(f"{name}/{rel.as_posix()}".encode())
-            h.update(path.read_bytes())
+    for name in files:
+        package, rel = name.split("/", 1)
+        h.update(name.encode())
+        h.update((Path(roots[package]) / rel).read_bytes())
     return h.hexdigest()[:16]
 
 
-def choose_sources(bundle: Path, digest: str, packages: tuple) -> str:
-    """Make `packages` importable from the installed copy if its digest is `digest`, else from
-    a verified per-user copy of `bundle` (the FMU's resources/python). Returns "installed",
-    "loaded" (already imported in this process) or the folder put first on sys.path."""
+def _digest_or_none(roots: dict, files: tuple):
+    try:
+        return tree_digest(roots, files)
+    except OSError:
+        return None
+
+
+def choose_sources(bundle: Path, digest: str, packages: tuple, files: tuple) -> str:
+    """Make `packages` importable from the installed copy if its `files` have the digest
+    `digest`, else from a verified per-user copy of `bundle` (the FMU's resources/python, which
+    holds just `files`). Returns "installed", "loaded" (already imported in this process) or
+    the folder put first on sys.path."""
     if packages[-1] in sys.modules:
         return "loaded"
     # FLEXMBS_FMU_SOURCES=bundle: always the FMU's own copy (to test it, or to pin a version)
@@ -47,11 +52,11 @@ def choose_sources(bundle: Path, digest: str, packages: tuple) -> str:
         specs = [importlib.util.find_spec(p) for p in packages]
         if all(s is not None and s.submodule_search_locations for s in specs):
             roots = {p: list(s.submodule_search_locations)[0] for p, s in zip(packages, specs)}
-            if tree_digest(roots) == digest:
+            if _digest_or_none(roots, files) == digest:
                 return "installed"
     base = writable_cache("bundles")
     target = base / digest
-    if target.is_dir() and tree_digest({p: target / p for p in packages}) != digest:
+    if target.is_dir() and _digest_or_none({p: target / p for p in packages}, files) != digest:
         logging.getLogger("flexmbs.fmu").warning(
             "the cached sources in %s do not match their digest %s (changed or incomplete); copying them again",
             target, digest)
@@ -59,7 +64,7 @@ def choose_sources(bundle: Path, digest: str, packages: tuple) -> str:
     if not target.is_dir():
         partial = base / f".{digest}.{os.getpid()}"
         shutil.copytree(bundle, partial, dirs_exist_ok=True)
-        if tree_digest({p: partial / p for p in packages}) != digest:
+        if _digest_or_none({p: partial / p for p in packages}, files) != digest:
             shutil.rmtree(partial, ignore_errors=True)
             raise RuntimeError(f"the sources inside the FMU ({bundle}) do not match their digest {digest}: "
                                "the FMU is damaged; rebuild it")

@@ -21,10 +21,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .controller import PIDController, pid_sample
+from flexmbs_fmu.controller import PIDController, pid_sample
 from .cosim import Assembly, Element
-from .motor import DCMotor, load_torque
-from .trajectory import min_jerk
+from flexmbs_fmu.motor import DCMotor, load_torque
+from flexmbs_fmu.trajectory import min_jerk
 
 MOTOR_DEFAULTS = {v.name: v.start for v in DCMotor.VARIABLES if v.causality == "parameter"}
 CONTROLLER_DEFAULTS = {v.name: v.start for v in PIDController.VARIABLES if v.causality == "parameter"}
@@ -132,7 +132,7 @@ def reference(design: ServoDesign, t_end: float | None = None, rtol: float = 1e-
     from flexmbs.model import load_model
     from flexmbs.solvers.common import OK, f_eval
 
-    from .plant import Plant
+    from flexmbs_fmu.plant import Plant
 
     t_end = design.stop_time if t_end is None else t_end
     plant = Plant(load_model(design.model))
@@ -205,7 +205,7 @@ def first_design(design: ServoDesign, bandwidth: float, damping: float = 0.9) ->
     from flexmbs.model.paths import set_value
     from flexmbs.system import compile_model
 
-    from .interface import MODEL, plant_interface
+    from flexmbs_fmu.interface import MODEL, plant_interface
 
     model = load_model(design.model)
     itf = plant_interface(model, compile_model(model))

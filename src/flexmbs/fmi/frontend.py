@@ -19,9 +19,10 @@ import tempfile
 from pathlib import Path
 from typing import Optional
 
-from ..variables import Variable
+import flexmbs_fmu
+from flexmbs_fmu.variables import Variable
 
-SOURCE = Path(__file__).with_name("flexmbs_fmi2.c")
+SOURCE = Path(flexmbs_fmu.__file__).parent / "flexmbs_fmi2.c"   # runs inside the FMU: in fmu_src
 RECORD = "flexmbs_python.txt"       # in the FMU's resources
 _LETTER = {"Real": "R", "Integer": "I", "Boolean": "B", "String": "S", "Enumeration": "I"}
 

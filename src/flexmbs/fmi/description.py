@@ -14,7 +14,7 @@ from typing import Optional
 from xml.dom import minidom
 from xml.etree.ElementTree import Element, SubElement, tostring
 
-from .variables import Variable
+from flexmbs_fmu.variables import Variable
 
 # unit -> (quantity, exponents of kg, m, s, A, rad, display units {name: factor})
 _RPM = 60.0 / (2.0 * math.pi)

@@ -1,4 +1,4 @@
-"""Metrics of one servo run (the recorded signals of `flexmbs_fmu.servo.assembly`): pure array
+"""Metrics of one servo run (the recorded signals of `flexmbs.fmi.servo.assembly`): pure array
 functions, one row of numbers per run.
 
 Per driven joint j (the move q_start -> q_end starting at the design's t_start):
@@ -12,7 +12,7 @@ For the whole system:
   `vibration`, e.g. link 2's tip deflection in y and z), NaN if there are none;
 - `energy` [J]: electrical energy delivered to the motors, sum_j of the time integral of
   voltage times armature current (trapezoidal rule on the communication points);
-- `objective` [rad^2 s]: `flexmbs_fmu.servo.objective` (what the design loop minimises).
+- `objective` [rad^2 s]: `flexmbs.fmi.servo.objective` (what the design loop minimises).
 """
 
 from __future__ import annotations

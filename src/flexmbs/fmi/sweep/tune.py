@@ -10,7 +10,7 @@ values), it is global within the box, its generations are embarrassingly paralle
 seed it is deterministic; optuna would add a dependency and a storage for little gain here.
 
 The robust objective of candidate gains g is a measure over the uncertainty set {p_1 .. p_N} of
-the metric m(g, p_i) (default `objective`, see flexmbs_fmu.servo.objective): `worst` (max_i),
+the metric m(g, p_i) (default `objective`, see flexmbs.fmi.servo.objective): `worst` (max_i),
 `cvar` (conditional value at risk: the mean of the ceil(alpha N) largest values, Rockafellar and
 Uryasev 2000) or `mean`. A run that fails scores `penalty`.
 

@@ -61,7 +61,7 @@ def _check_strings(assembly: Assembly, element: Element) -> None:
         if value != start.get(name):
             raise CosimError(f"{assembly.name}: element {element.name}: String parameter {name} = {value!r} differs "
                              f"from the FMU's start value {start.get(name)!r}, and fmpy's SSP runner cannot set "
-                             "String parameters; run this assembly with flexmbs_fmu.cosim.Master instead")
+                             "String parameters; run this assembly with flexmbs.fmi.cosim.Master instead")
 
 
 def system_structure(assembly: Assembly, sources: dict[str, str]) -> bytes:
