@@ -35,7 +35,7 @@ from .joints import joint_kinematics
 from .kinematics import marker_local, marker_world
 from .loads import point_load, spring_damper_force
 from .linalg import chol_factor_n, chol_solve_n, fill1
-from .rotations import KERNEL
+from .settings import KERNEL
 
 
 @njit(**KERNEL)

@@ -21,7 +21,8 @@ from numba import njit
 
 from .kinematics import foreshortening
 from .linalg import fill2, quad
-from .rotations import KERNEL, cross, cross_add
+from .rotations import cross, cross_add
+from .settings import KERNEL
 
 
 @njit(**KERNEL)

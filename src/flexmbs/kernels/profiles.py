@@ -7,7 +7,7 @@ tables are cubic-spline coefficient rows (t_k, c0..c3 for t in [t_k, t_k+1]).
 import numpy as np
 from numba import njit
 
-from .rotations import KERNEL
+from .settings import KERNEL
 
 CONSTANT, RAMP, SINE, TABLE, SPIN_UP, INPUT, CYCLOIDAL = 0, 1, 2, 3, 4, 5, 6
 NPAR = 6

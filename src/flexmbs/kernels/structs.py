@@ -19,7 +19,7 @@ from numba.core.typing.templates import AttributeTemplate
 from numba.extending import infer_getattr, intrinsic
 
 from .articulated import N_V3
-from .rotations import JIT
+from .settings import JIT
 
 # Sizes: nb bodies (tree order, every parent before its children), nq / nv position / velocity
 # coordinates, nmax the most modes of any body (>= 1; per-body arrays are padded to it), npmax
@@ -255,7 +255,7 @@ class FieldsType(types.StructRef):
 # Registered by hand rather than with structref.register, for one difference: a field is read
 # straight from the payload pointer of numba's MemInfo (its fourth member, as numba's own
 # NRT_MemInfo_data_fast reads it) instead of through the runtime, so that the kernels compiled
-# without the runtime (rotations.KERNEL) can read fields without reference counting.
+# without the runtime (settings.KERNEL) can read fields without reference counting.
 default_manager.register(FieldsType, models.StructRefModel)
 
 

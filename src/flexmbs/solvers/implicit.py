@@ -29,7 +29,7 @@ import numpy as np
 from numba import njit
 
 from ..kernels.linalg import lu_factor, lu_solve
-from ..kernels.rotations import JIT
+from ..kernels.settings import JIT
 from .common import OK, SINGULAR, STEP_TOO_SMALL, check_state, error_norm, f_eval, jacobian_fd, project
 
 # ROS34PW2 as given by Rang & Angermann (2005): alpha (stage abscissae weights),
