@@ -25,9 +25,8 @@ import click
 import numpy as np
 
 from .animate import MAX_FRAMES
-from .model import JOINT_NQ, JOINT_NV, METHODS, ModelError, load_model
+from .model import JOINTS, METHODS, PROFILES, ModelError, load_model
 from .model.elements import Model, Profile
-from .model.validate import _PROFILE_FIELDS
 from .names import did_you_mean
 from .signals import signal_table
 from .simulate import Result, settings_of, simulate
@@ -131,7 +130,7 @@ def _profile_text(p: Optional[Profile]) -> str:
     if p is None:
         return "(no profile)"
     params = ", ".join(f"{k}={_fmt(v) if isinstance(v, float) else list(v)}"
-                       for k in _PROFILE_FIELDS.get(p.type, ()) for v in [getattr(p, k)])
+                       for k in (PROFILES[p.type].fields if p.type in PROFILES else ()) for v in [getattr(p, k)])
     return f"{p.type}({params})"
 
 
@@ -431,9 +430,9 @@ def check_command(model_file: str, t_end: Optional[float]) -> None:
     click.echo(f"joints ({len(system.joints)}):")
     for jn in system.joints:
         j = model.joint(jn)
-        nq, nv = JOINT_NQ[j.type], JOINT_NV[j.type]
+        nq, nv = JOINTS[j.type].nq, JOINTS[j.type].nv
         coords = f"{nq} coordinate{'s' if nq != 1 else ''}" if nq == nv else f"{nq} q / {nv} u"
-        axis = f", axis {list(j.axis)}" if j.type in ("revolute", "prismatic", "cylindrical", "universal", "planar") else ""
+        axis = f", axis {list(j.axis)}" if JOINTS[j.type].axes else ""
         click.echo(f"  {jn}: {j.type} {j.parent}.{j.parent_marker} -> {j.child}.{j.child_marker}, "
                    f"{coords}{axis}")
         details = [f"drive {_drive_text(system, model, jn)}"]

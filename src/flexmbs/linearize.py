@@ -52,7 +52,8 @@ from . import arguments as args
 from .gauges import gauges
 from .kernels.drives import MOTION
 from .kernels.dynamics import rhs
-from .model.elements import JOINT_NV, Drive, Model, Profile
+from .model import JOINTS
+from .model.elements import Drive, Model, Profile
 from .signals import tip_marker
 from .names import lookup
 from .so3 import quat_from_rotvec, quat_mul, right_jacobian_inv, rotvec_from_quat
@@ -101,8 +102,8 @@ class _Coordinates:
             jtype = system.model.joint(jn).type
             q0, _ = system.joint_q[jn]
             u0, nvj = system.joint_u[jn]
-            if jtype in ("spherical", "free"):
-                k0 = 3 if jtype == "free" else 0
+            k0 = JOINTS[jtype].quaternion
+            if k0 is not None:
                 for i in range(k0):
                     add(f"{jn}.r[{i + 1}]", f"{jn}.v[{i + 1}]", q0 + i, u0 + i)
                     self.signals[f"{jn}.vd[{i + 1}]"] = ("ud", u0 + i)
@@ -326,7 +327,7 @@ def _system_of(model_or_system: Model | System, spin: Mapping[str, float] | None
     model = copy.deepcopy(base)
     for jn, rate in spin.items():
         j = model.joint(jn)
-        if JOINT_NV[j.type] != 1:
+        if JOINTS[j.type].nv != 1:
             raise ValueError(f"spin: joint {jn!r} is a {j.type} joint; only single-coordinate joints "
                              f"(revolute, prismatic) can be spun")
         q0 = np.ravel(np.asarray(j.q0, dtype=float))

@@ -15,7 +15,8 @@ alignment e_i^A . e_j^B (rotation rows):
 For a universal cut E has e3 = `axis` (the cross arm fixed in the parent marker frame) and
 e1 = `axis2` (the arm fixed in the child marker frame), so its one alignment row keeps the two
 arms perpendicular and the child turns about both (a Hooke joint).
-The kernels (kernels/constraints.py) evaluate g, G = dg/du and the velocity-product term.
+(model/tables.py holds these rows as each joint type's cut_rows.) The kernels
+(kernels/constraints.py) evaluate g, G = dg/du and the velocity-product term.
 """
 
 from __future__ import annotations
@@ -25,19 +26,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .model import Issue, Joint, Model, ModelError
+from .model import JOINTS, Issue, Joint, Model, ModelError
+from .model.tables import POSITION
 from .so3 import frame_with_axis
 
-POSITION, ALIGN = 0, 1
-ROWS = {
-    "revolute": ((POSITION, 0, 0), (POSITION, 1, 0), (POSITION, 2, 0), (ALIGN, 2, 0), (ALIGN, 2, 1)),
-    "prismatic": ((POSITION, 0, 0), (POSITION, 1, 0), (ALIGN, 2, 0), (ALIGN, 2, 1), (ALIGN, 0, 1)),
-    "cylindrical": ((POSITION, 0, 0), (POSITION, 1, 0), (ALIGN, 2, 0), (ALIGN, 2, 1)),
-    "spherical": ((POSITION, 0, 0), (POSITION, 1, 0), (POSITION, 2, 0)),
-    "planar": ((POSITION, 2, 0), (ALIGN, 2, 0), (ALIGN, 2, 1)),
-    "fixed": ((POSITION, 0, 0), (POSITION, 1, 0), (POSITION, 2, 0), (ALIGN, 2, 0), (ALIGN, 2, 1), (ALIGN, 0, 1)),
-    "universal": ((POSITION, 0, 0), (POSITION, 1, 0), (POSITION, 2, 0), (ALIGN, 2, 0)),
-}
 # position tolerance [m] and alignment tolerance [1] of an assembled or projected state
 TOL = 1e-11
 
@@ -50,13 +42,13 @@ class AssemblyWarning(UserWarning):
 def row_names(cut: Joint) -> list[str]:
     """Names of the constraint rows of a cut joint, e.g. `pin: offset e1`, `pin: tilt e3.e1'`."""
     return [f"{cut.name}: offset e{i + 1}" if kind == POSITION else f"{cut.name}: tilt e{i + 1}.e{j + 1}'"
-            for kind, i, j in ROWS[cut.type]]
+            for kind, i, j in JOINTS[cut.type].cut_rows]
 
 
 def cut_frame(cut: Joint) -> np.ndarray:
     """The joint frame E = [e1 e2 e3] of a cut joint: e3 along its axis; for a universal cut
     e1 along axis2 (perpendicular to axis, checked by validation)."""
-    if cut.type != "universal":
+    if len(JOINTS[cut.type].cut_axes) == 1:
         return frame_with_axis(cut.axis)
     e3 = np.asarray(cut.axis, float) / np.linalg.norm(cut.axis)
     e1 = np.asarray(cut.axis2, float) / np.linalg.norm(cut.axis2)
@@ -66,7 +58,7 @@ def cut_frame(cut: Joint) -> np.ndarray:
 def cut_rows(cuts: Sequence[Joint], markers: dict[str, int]) -> dict[str, np.ndarray]:
     """The constraint-row arrays of the kernels (cr_*), all rows in use."""
     rows = [(markers[f"{c.parent}.{c.parent_marker}"], markers[f"{c.child}.{c.child_marker}"], kind, i, j,
-             cut_frame(c)) for c in cuts for kind, i, j in ROWS[c.type]]
+             cut_frame(c)) for c in cuts for kind, i, j in JOINTS[c.type].cut_rows]
     n = len(rows)
     ints = lambda k: np.array([r[k] for r in rows], np.int64)  # noqa: E731
     return {"cr_a": ints(0), "cr_b": ints(1), "cr_kind": ints(2), "cr_i": ints(3), "cr_j": ints(4),

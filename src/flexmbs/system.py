@@ -12,7 +12,6 @@ from typing import Optional
 
 import numpy as np
 
-from .flex import sections as sec
 from .flex.invariants import (
     FlexBodyData,
     beam_body,
@@ -25,20 +24,19 @@ from .flex.invariants import (
 from .flex.superelement import load_matrix_files, load_npz
 from .kernels import profiles as prof
 from .kernels.drives import MOTION, SERVO, TORQUE
-from .kernels.joints import CODE_OF, FREE, SPHERICAL
+from .kernels.joints import CODE_OF
 from .kernels.structs import SystemArrays, box, make_workspace
 from .model import (
     GROUND,
-    JOINT_NQ,
-    JOINT_NV,
-    PROFILE_TYPES,
+    JOINTS,
+    PROFILES,
     Body,
     Issue,
     Marker,
     Model,
     ModelError,
-    Section,
     inertia_matrix,
+    section_properties,
     validate,
 )
 from .loops import TOL, AssemblyWarning, assemble, cut_rows, row_coupling, row_names
@@ -105,19 +103,6 @@ class System:
         object.__setattr__(self, "_ref", None)
 
 
-def _section(s: Section) -> sec.Section:
-    """The section properties of a model file's cross-section."""
-    if s.shape == "rectangle":
-        return sec.rectangle(s.width, s.height)
-    if s.shape == "circle":
-        return sec.circle(s.diameter)
-    if s.shape == "tube":
-        return sec.tube(s.outer_diameter, s.thickness)
-    if s.shape == "box_tube":
-        return sec.box_tube(s.width, s.height, s.thickness)
-    return sec.explicit(s.A, s.Iy, s.Iz, s.J)
-
-
 def flex_data(body: Body, model: Optional[Model] = None) -> Optional[FlexBodyData]:
     """Modal data of a flexible body (None for rigid bodies). With interface modes on (the default),
     the markers of `body` that `model`'s joints and loads use are its interface points
@@ -127,7 +112,7 @@ def flex_data(body: Body, model: Optional[Model] = None) -> Optional[FlexBodyDat
         tip_j = None if body.tip_inertia is None else inertia_matrix(body.tip_inertia)
         stations = (interface_stations(model, body) if model is not None else []) if interface else None
         return beam_body(body.length, body.elements, body.modes, body.material.E,
-                         body.material.shear_modulus, body.material.rho, _section(body.section),
+                         body.material.shear_modulus, body.material.rho, section_properties(body.section),
                          body.tip_mass, tip_j, body.rotary_inertia, body.geometric_stiffening, body.name,
                          body.static_modes, stations)
     if body.type == "superelement":
@@ -308,11 +293,13 @@ def _tree_order(model: Model) -> list[int]:
 
 
 def _initial_joint_q(jtype: str, q0) -> np.ndarray:
-    """Initial joint coordinates, with rotation vectors turned into unit quaternions."""
-    nq = JOINT_NQ[jtype]
+    """Initial joint coordinates, with rotation vectors turned into unit quaternions (after
+    the coordinates before them, a free joint's position)."""
+    kind = JOINTS[jtype]
     q0 = np.asarray(q0, dtype=float).ravel()
-    if jtype in ("spherical", "free"):
-        lin = q0[:3] if jtype == "free" and q0.size >= 6 else np.zeros(0)
+    k = kind.quaternion
+    if k is not None:
+        lin = q0[:k] if q0.size >= k + 3 else np.zeros(0)
         rot = q0[lin.size:]
         if rot.size == 0:
             quat = np.array([1.0, 0.0, 0.0, 0.0])
@@ -320,28 +307,23 @@ def _initial_joint_q(jtype: str, q0) -> np.ndarray:
             quat = quat_from_rotvec(rot)
         else:
             quat = rot / np.linalg.norm(rot)
-        if jtype == "free":
-            lin = lin if lin.size else np.zeros(3)
+        if k:
+            lin = lin if lin.size else np.zeros(k)
             return np.concatenate([lin, quat])
         return quat
-    return q0 if q0.size else np.zeros(nq)
+    return q0 if q0.size else np.zeros(kind.nq)
 
 
 def _profile_row(p) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
     """Profile -> (code, par, spline knots, spline coefficients rows [c0, c1, c2, c3])."""
-    code = PROFILE_TYPES.index(p.type)
+    code = prof.CODE_OF[p.type]
     par = np.zeros(prof.NPAR)
     knots = np.zeros(0)
     coef = np.zeros((0, 4))
-    if p.type == "constant":
-        par[:2] = p.value, p.rate
-    elif p.type in ("ramp", "cycloidal"):
-        par[:4] = p.q0, p.q1, p.t0, p.t1
-    elif p.type == "sine":
-        par[:4] = p.offset, p.amplitude, p.frequency, p.phase
-    elif p.type == "spin_up":
-        par[:2] = p.omega_s, p.t_s
-    elif p.type == "table":
+    kind = PROFILES[p.type]
+    if not kind.spline:
+        par[:len(kind.fields)] = [getattr(p, name) for name in kind.fields]
+    else:
         knots = np.asarray(p.times, dtype=float)
         from scipy.interpolate import CubicSpline  # imported here: it costs 0.4 s at start-up
 
@@ -368,7 +350,7 @@ def compile_model(model: Model) -> System:
     jq, jnq, ju, jnv = (np.zeros(nb, np.int64) for _ in range(4))
     nq = nv = 0
     for i, j in enumerate(joints):
-        jq[i], jnq[i], ju[i], jnv[i] = nq, JOINT_NQ[j.type], nv, JOINT_NV[j.type]
+        jq[i], jnq[i], ju[i], jnv[i] = nq, JOINTS[j.type].nq, nv, JOINTS[j.type].nv
         nq += jnq[i]
         nv += jnv[i]
     nm, eq, ev = (np.zeros(nb, np.int64) for _ in range(3))
@@ -463,11 +445,10 @@ def compile_model(model: Model) -> System:
     axis2 = np.array([np.asarray(j.axis2, float) for j in joints]).reshape(nb, 3)
     quat_q = np.full(nb, -1, np.int64)
     quat_u = np.full(nb, -1, np.int64)
-    for i in range(nb):
-        if jtype[i] == SPHERICAL:
-            quat_q[i], quat_u[i] = jq[i], ju[i]
-        elif jtype[i] == FREE:
-            quat_q[i], quat_u[i] = jq[i] + 3, ju[i] + 3
+    for i, j in enumerate(joints):
+        k = JOINTS[j.type].quaternion
+        if k is not None:
+            quat_q[i], quat_u[i] = jq[i] + k, ju[i] + k
 
     # per velocity coordinate
     uq = np.full(nv, -1, np.int64)
@@ -522,7 +503,7 @@ def compile_model(model: Model) -> System:
     pfs = [ld for ld in model.loads if ld.type == "point_force"]
     sds = [ld for ld in model.loads if ld.type in ("spring_damper", "elastic_rod")]
     # an elastic rod is a spring-damper along its ends with E A / L, rest length L and its mass
-    rods = {id(ld): (_section(ld.section).A, ld.material) for ld in sds if ld.type == "elastic_rod"}
+    rods = {id(ld): (section_properties(ld.section).A, ld.material) for ld in sds if ld.type == "elastic_rod"}
     pf_input = np.full(len(pfs), -1, np.int64)
     for f, ld in enumerate(pfs):
         if ld.input:

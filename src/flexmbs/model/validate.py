@@ -16,11 +16,11 @@ from typing import Any, Iterable, Optional, Sequence, get_args, get_type_hints
 
 import numpy as np
 
-from ..flex import sections as sec
-from .elements import (CUT_TYPES, GROUND, JOINT_NQ, JOINT_NV, Body, Damping, Drive, Export, Joint, Load,
-                       Loops, Marker, Material, Model, Parameter, Profile, Section, Sensor, Solver, Spring)
+from .elements import (GROUND, Body, Damping, Drive, Export, Joint, Load, Loops, Marker, Material, Model, Parameter,
+                       Profile, Section, Sensor, Solver, Spring, inertia_matrix)
 from .errors import Loc, Report, show, unknown
 from .paths import PathError, get_value, unit_of
+from .tables import CUT_TYPES, JOINTS, PROFILES, SECTIONS, section_properties
 
 SUPERELEMENT_FILES = ("file", "mass_file", "stiffness_file", "nodes_file")
 UNIT_TOL = 1e-6      # |axis| within this of 1; |axis . axis2|; |R^T R - I|
@@ -35,13 +35,6 @@ _BODY_FIELDS = {
 }
 _MARKER_FIELDS = {"rigid": ("position", "rotation"), "beam": ("x", "node", "rotation"),
                   "superelement": ("node", "rotation")}
-_SECTION_FIELDS = {"rectangle": ("width", "height"), "circle": ("diameter",),
-                   "tube": ("outer_diameter", "thickness"),
-                   "box_tube": ("width", "height", "thickness"), "explicit": ("A", "Iy", "Iz", "J")}
-_PROFILE_FIELDS = {"constant": ("value", "rate"), "ramp": ("q0", "q1", "t0", "t1"),
-                   "cycloidal": ("q0", "q1", "t0", "t1"),
-                   "sine": ("offset", "amplitude", "frequency", "phase"),
-                   "table": ("times", "values"), "spin_up": ("omega_s", "t_s"), "input": ()}
 _DRIVE_FIELDS = {"passive": (), "torque": ("torque",), "motion": ("profile",),
                  "servo": ("profile", "kp", "kd", "motor_inertia")}
 _LOAD_FIELDS = {"point_force": ("body", "marker", "force", "torque", "frame", "input"),
@@ -49,11 +42,6 @@ _LOAD_FIELDS = {"point_force": ("body", "marker", "force", "torque", "frame", "i
                 "elastic_rod": ("marker_a", "marker_b", "length", "material", "section", "damping")}
 _SENSOR_FIELDS = {"marker": ("body", "marker"), "strain_gauge": ("body", "x", "y", "z", "direction"),
                   "section_force": ("body", "x")}
-# Axes used per joint type, and the accepted q0 sizes where there is more than one form.
-_JOINT_AXES = {"revolute": ("axis",), "prismatic": ("axis",), "cylindrical": ("axis",),
-               "universal": ("axis", "axis2"), "planar": ("axis", "axis2")}
-_Q0_FORMS = {"spherical": {4: "quaternion w, x, y, z", 3: "rotation vector"},
-             "free": {7: "position and quaternion", 6: "position and rotation vector"}}
 _INERTIA_FORMS = "[Ixx, Iyy, Izz], [Ixx, Iyy, Izz, Ixy, Ixz, Iyz] or a 3x3 matrix"
 # Per beam segment: 500 elements are 3006 DOFs (dense matrices of 72 MB, an eigenproblem of about a
 # minute); the FE mesh only has to resolve the kept modes.
@@ -62,10 +50,6 @@ MAX_SEGMENTS = 200
 # Smallest derived beam constant accepted: below it products such as (E I)^2 or the mass matrix
 # entries underflow in double precision.
 _TINY = 1e-150
-_SECTIONS = {"rectangle": lambda s: sec.rectangle(s.width, s.height), "circle": lambda s: sec.circle(s.diameter),
-             "tube": lambda s: sec.tube(s.outer_diameter, s.thickness),
-             "box_tube": lambda s: sec.box_tube(s.width, s.height, s.thickness),
-             "explicit": lambda s: sec.explicit(s.A, s.Iy, s.Iz, s.J)}
 _NUMBER_KINDS = {"finite": ("a finite number", lambda v: True),
                  "positive": ("a positive finite number", lambda v: v > 0),
                  "non-negative": ("a non-negative finite number", lambda v: v >= 0)}
@@ -81,20 +65,6 @@ def validate(model: Model) -> None:
 def check_model(model: Model, report: Report) -> None:
     """Add every problem of `model` to `report` (the loader shares its report)."""
     _Checker(model, report).run()
-
-
-def inertia_matrix(spec: Sequence) -> np.ndarray:
-    """3x3 inertia tensor from [Ixx, Iyy, Izz], [Ixx, Iyy, Izz, Ixy, Ixz, Iyz] or a 3x3
-    matrix. Raises ValueError for any other shape."""
-    values = np.asarray(spec, dtype=float)
-    if values.shape == (3, 3):
-        return values
-    if values.shape == (3,):
-        return np.diag(values)
-    if values.shape == (6,):
-        ixx, iyy, izz, ixy, ixz, iyz = values
-        return np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
-    raise ValueError(f"inertia must have 3, 6 or 3x3 entries, got shape {values.shape}")
 
 
 def _choices(cls: type, name: str) -> tuple[str, ...]:
@@ -383,7 +353,7 @@ class _Checker:
             return
         try:
             with np.errstate(over="raise", under="ignore", invalid="raise"):
-                props = _SECTIONS[b.section.shape](b.section)
+                props = section_properties(b.section)
                 mat = b.material
                 derived = {"area A": props.A, "second moment Iy": props.Iy, "second moment Iz": props.Iz,
                            "torsion constant J": props.J, "mass rho A L": mat.rho * props.A * b.length,
@@ -410,9 +380,9 @@ class _Checker:
             self.add(loc + ("nu",), f"expected Poisson's ratio in (-1, 0.5), got {show(mat.nu)}")
 
     def section(self, loc: Loc, s: Section) -> None:
-        if not self.choice(loc + ("shape",), s.shape, _SECTION_FIELDS):
+        if not self.choice(loc + ("shape",), s.shape, SECTIONS):
             return
-        dims = _SECTION_FIELDS[s.shape]
+        dims = SECTIONS[s.shape].fields
         self.unused(loc, s, dims, f"a {s.shape} section")
         ok = all([self.number(loc + (name,), getattr(s, name), "positive") for name in dims])
         if ok and s.shape in ("tube", "box_tube"):
@@ -524,17 +494,16 @@ class _Checker:
                                         "(make it the parent)")
             elif self.body_ref(loc + (side,), body):
                 self.marker_ref(loc + (side + "_marker",), body, getattr(j, side + "_marker"))
-        if not self.choice(loc + ("type",), j.type, JOINT_NQ):
+        if not self.choice(loc + ("type",), j.type, JOINTS):
             return
-        axes = [self.unit_axis(loc + (name,), getattr(j, name))
-                for name in _JOINT_AXES.get(j.type, ())]
+        kind = JOINTS[j.type]
+        axes = [self.unit_axis(loc + (name,), getattr(j, name)) for name in kind.axes]
         if len(axes) == 2 and axes[0] is not None and axes[1] is not None:
             dot = float(axes[0] @ axes[1])
             if abs(dot) > UNIT_TOL:
                 self.add(loc + ("axis2",), f"expected axis2 perpendicular to axis, got axis . axis2 = "
                                            f"{_num(dot)}")
-        q0_forms = _Q0_FORMS.get(j.type, {JOINT_NQ[j.type]: ""})
-        for name, forms in (("q0", q0_forms), ("qd0", {JOINT_NV[j.type]: ""})):
+        for name, forms in (("q0", kind.q0_forms), ("qd0", {kind.nv: ""})):
             values = self.vector(loc + (name,), getattr(j, name), None)
             if values is not None and len(values) not in (0, *forms):
                 lengths = " or ".join(f"{n} ({what})" if what else str(n) for n, what in forms.items())
@@ -547,7 +516,7 @@ class _Checker:
             self.numbers(loc + ("spring",), j.spring, ("stiffness", "damping"), "non-negative")
             self.number(loc + ("spring", "preload"), j.spring.preload)
         self.number(loc + ("rotor_inertia",), j.rotor_inertia, "non-negative")
-        if j.type in ("spherical", "free"):
+        if kind.quaternion is not None:
             # their rotations are quaternions, not coordinates a spring or rotor could act on
             if j.spring is not None:
                 self.add(loc + ("spring",), f"a {j.type} joint takes no spring; use a spring_damper load "
@@ -571,12 +540,10 @@ class _Checker:
                     self.marker_ref(at + (side + "_marker",), getattr(cut, side), getattr(cut, side + "_marker"))
             if not self.choice(at + ("type",), cut.type, CUT_TYPES):
                 continue
-            axis = self.unit_axis(at + ("axis",), cut.axis)
-            if cut.type == "universal":
-                axis2 = self.unit_axis(at + ("axis2",), cut.axis2)
-                if axis is not None and axis2 is not None and abs(float(axis @ axis2)) > UNIT_TOL:
-                    self.add(at + ("axis2",), f"expected axis2 (the cross arm fixed in the child marker frame) "
-                                              f"perpendicular to axis, got axis . axis2 = {_num(float(axis @ axis2))}")
+            axes = [self.unit_axis(at + (name,), getattr(cut, name)) for name in JOINTS[cut.type].cut_axes]
+            if len(axes) == 2 and all(a is not None for a in axes) and abs(float(axes[0] @ axes[1])) > UNIT_TOL:
+                self.add(at + ("axis2",), f"expected axis2 (the cross arm fixed in the child marker frame) "
+                                          f"perpendicular to axis, got axis . axis2 = {_num(float(axes[0] @ axes[1]))}")
             if cut.parent == cut.child:
                 self.add(at + ("child",), f"a cut joint joins two different bodies; both sides are {cut.parent!r}")
             for key in ("q0", "qd0", "spring", "rotor_inertia"):
@@ -588,7 +555,7 @@ class _Checker:
         for k, name in enumerate(lp.independent or ()):
             if name not in tree:
                 self.add(loc + ("independent", k), unknown(f"joint {name!r}", name, tree, "joints of the tree"))
-            elif JOINT_NV.get(tree[name].type) not in (1, 2, 3) or tree[name].type == "spherical":
+            elif JOINTS.get(tree[name].type) is None or not JOINTS[tree[name].type].plain:
                 self.add(loc + ("independent", k), f"joint {name!r} ({tree[name].type}) has no plain coordinates "
                                                    "to hold; choose a revolute, prismatic, cylindrical, universal "
                                                    "or planar joint")
@@ -620,9 +587,9 @@ class _Checker:
         if not self.choice(loc + ("type",), d.type, _DRIVE_FIELDS):
             return
         self.unused(loc, d, _DRIVE_FIELDS[d.type], f"a {d.type} drive")
-        if d.type != "passive" and JOINT_NV[joint_type] != 1:
+        if d.type != "passive" and JOINTS[joint_type].nv != 1:
             self.add(loc + ("type",), f"a {d.type} drive needs a single-coordinate joint; a "
-                                      f"{joint_type} joint has {JOINT_NV[joint_type]}, so only "
+                                      f"{joint_type} joint has {JOINTS[joint_type].nv}, so only "
                                       "passive is allowed")
         if d.type == "torque":
             self.number(loc + ("torque",), d.torque)
@@ -633,9 +600,9 @@ class _Checker:
             self.profile(loc + ("profile",), d.profile)
 
     def profile(self, loc: Loc, p: Profile) -> None:
-        if not self.choice(loc + ("type",), p.type, _PROFILE_FIELDS):
+        if not self.choice(loc + ("type",), p.type, PROFILES):
             return
-        params = _PROFILE_FIELDS[p.type]
+        params = PROFILES[p.type].fields
         self.unused(loc, p, params, f"a {p.type} profile")
         if p.type == "table":
             times = self.vector(loc + ("times",), p.times, None)
