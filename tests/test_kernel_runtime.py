@@ -9,7 +9,7 @@ import flexmbs
 from flexmbs.linearize import linearize
 from flexmbs.scene import _kernel_poses
 from flexmbs.solvers.stepper import Settings, Stepper
-from flexmbs.system import compile_model
+from flexmbs.compile import compile_model
 
 
 def _counts(*boxes) -> list[int]:

@@ -11,7 +11,7 @@ import pytest
 
 import flexmbs
 from flexmbs.model import Drive, ModelError, Profile
-from flexmbs.system import compile_model
+from flexmbs.compile import compile_model
 from flexmbs.model.catalog import models_dir
 
 MODELS = models_dir()

@@ -31,7 +31,8 @@ from .names import did_you_mean
 from .signals import signal_table
 from .simulate import Result, settings_of, simulate
 from .solvers.stepper import Settings, SolverError
-from .system import System, compile_model
+from .compile import compile_model
+from .system import System
 
 # Errors a user can cause; anything else is a bug and keeps its traceback.
 _USER_ERRORS = (ModelError, SolverError, OSError, ValueError, KeyError)

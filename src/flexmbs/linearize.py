@@ -49,6 +49,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import arguments as args
+from .compile import compile_model
 from .gauges import gauges
 from .kernels.drives import MOTION
 from .kernels.dynamics import rhs
@@ -57,8 +58,7 @@ from .model.elements import Drive, Model, Profile
 from .signals import tip_marker
 from .names import lookup
 from .so3 import quat_from_rotvec, quat_mul, right_jacobian_inv, rotvec_from_quat
-from .solvers.stepper import state_scales
-from .system import System, compile_model
+from .system import System, state_scales
 
 __all__ = ["LinearSystem", "ModesResult", "equilibrium", "linearize", "modes"]
 

@@ -17,10 +17,10 @@ from typing import Optional, Union
 
 import numpy as np
 
-from .flex.invariants import FlexBodyData
+from .flex.invariants import FlexBodyData, body_size
 from .model import JOINTS, inertia_matrix
 from .model.elements import Section
-from .system import System, body_size
+from .system import System
 
 # The 12 triangles of a box whose 8 corners are numbered by bits (x, y, z) = (i & 1, i & 2, i & 4).
 BOX_TRIANGLES = np.array([

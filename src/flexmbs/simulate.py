@@ -13,7 +13,8 @@ from .model.elements import METHODS, Model
 from .names import lookup
 from .signals import Evaluator, output_width, signal_table
 from .solvers.stepper import Settings, SolverError, Stepper
-from .system import System, compile_model
+from .compile import compile_model
+from .system import System
 from .validity import warn_large_deflections
 
 InputSpec = Union[None, Mapping[str, float], Callable[[float], Mapping[str, float]]]

@@ -83,6 +83,10 @@ class Damping:
     modal: Sequence[float] = ()
 
 
+# the fields of a superelement that name its data files
+SUPERELEMENT_FILES = ("file", "mass_file", "stiffness_file", "nodes_file")
+
+
 @dataclass
 class Body:
     """A rigid body, a beam or a superelement.

@@ -16,13 +16,12 @@ from typing import Any, Iterable, Optional, Sequence, get_args, get_type_hints
 
 import numpy as np
 
-from .elements import (GROUND, Body, Damping, Drive, Export, Joint, Load, Loops, Marker, Material, Model, Parameter,
-                       Profile, Section, Sensor, Solver, Spring, inertia_matrix)
+from .elements import (GROUND, SUPERELEMENT_FILES, Body, Damping, Drive, Export, Joint, Load, Loops, Marker, Material,
+                       Model, Parameter, Profile, Section, Sensor, Solver, Spring, inertia_matrix)
 from .errors import Loc, Report, show, unknown
 from .paths import PathError, get_value, unit_of
 from .tables import CUT_TYPES, JOINTS, PROFILES, SECTIONS, section_properties
 
-SUPERELEMENT_FILES = ("file", "mass_file", "stiffness_file", "nodes_file")
 UNIT_TOL = 1e-6      # |axis| within this of 1; |axis . axis2|; |R^T R - I|
 INERTIA_TOL = 1e-9   # relative, for symmetry and the triangle inequality
 
