@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .flex.invariants import FlexBodyData, body_size
-from .kernels.structs import SystemArrays, box, make_workspace
+from .kernels.structs import SystemArrays, box, make_workspace, read_only
 from .model import Model
 
 
@@ -29,10 +29,13 @@ class System:
     the constraint Jacobian), loop_redundant: those found dependent on the others and dropped;
     loop_corrections: joint or flexible body name -> (largest change of its positions, of its
     velocities) made by loop assembly to the model's q0/qd0 [rad, m, modal amplitudes; per s].
+
+    Built once, with every field, by compile_model; its arrays (those of `arrays`, q0, u0,
+    input_defaults) are read-only, in Python and in the kernels.
     """
 
     model: Model
-    arrays: tuple
+    arrays: SystemArrays
     q0: np.ndarray
     u0: np.ndarray
     bodies: list[str]
@@ -72,6 +75,9 @@ class System:
         return box(make_workspace(self.arrays))
 
     def __post_init__(self) -> None:
+        read_only(self.arrays)
+        for state in (self.q0, self.u0, self.input_defaults):
+            state.setflags(write=False)
         object.__setattr__(self, "_ref", None)
 
 

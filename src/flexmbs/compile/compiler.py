@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..kernels.structs import SystemArrays
+from ..kernels.structs import SystemArrays, read_only
 from ..model import Model, validate
 from ..model.segments import expand_segments
 from ..system import System
@@ -31,11 +31,11 @@ def compile_model(model: Model) -> System:
     joints = joints_of(tree, bodies, markers)
     drives = drives_of(tree.joints, joints)
     loads = loads_of(model.loads, markers, len(drives.inputs))
-    arrays = SystemArrays(
+    arrays = read_only(SystemArrays(
         gravity=np.asarray(model.gravity, dtype=float), **tree.fields, **bodies.fields, **markers.fields,
         **joints.fields, **drives.fields, **loads.fields,
         **loop_rows(model.loops.cuts, markers.index, markers.fields["mk_body"], tree.fields["tree_top"]),
-        recursive=0)
+        recursive=0))
     arrays = arrays._replace(recursive=int(uses_recursion(model.solver.dynamics, arrays)))
     inputs = drives.inputs + loads.inputs
     defaults = np.array(drives.input_defaults + loads.input_defaults, float)

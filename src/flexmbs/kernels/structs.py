@@ -136,6 +136,16 @@ SystemArrays = namedtuple("SystemArrays", [name for name, _ in SYSTEM_FIELDS])
 SystemArrays.__doc__ = "The compiled System as flat arrays (fields: SYSTEM_FIELDS)."
 
 
+def read_only(arrays: tuple) -> tuple:
+    """`arrays` (a SystemArrays) with every array made read-only, in place: a compiled System
+    is not changed afterwards, by Python or by a kernel (the box types them read-only, so a
+    kernel that wrote into one would not compile)."""
+    for value in arrays:
+        if isinstance(value, np.ndarray):
+            value.setflags(write=False)
+    return arrays
+
+
 def _marker_frame(prefix: str, nv: int, suffixes: str = "") -> dict:
     """Scratch for one marker's world pose and motion as `marker_world` fills it: r (3) [m],
     A (3, 3) R_WM, v, w (3) [m/s, rad/s], Jv, Jw (3, nv), a, al (3) velocity-product
@@ -327,7 +337,7 @@ def _prototype_system() -> tuple:
         sd_k=f(0), sd_c=f(0), sd_l0=f(0), sd_m=f(0), cr_a=i(0), cr_b=i(0), cr_kind=i(0), cr_i=i(0), cr_j=i(0),
         cr_E=f((0, 3, 3)), cr_on=i(0), cr_act=i(0), cr_nbr_ptr=i(1), cr_nbr=i(0),
         cr_env=i(0), recursive=0)
-    return SystemArrays(**dims)
+    return read_only(SystemArrays(**dims))
 
 
 _SYSTEM = _prototype_system()
