@@ -541,7 +541,7 @@ def animate_command(model_file: str, out_path: str, result_csv: Optional[str], t
                     inputs: Sequence[str], scale: float, reference: str, speed: float, fps: float,
                     max_frames: int, at_time: Optional[float], progress: bool) -> None:
     """Animate a run of MODEL in 3-D: simulate to --t-end (or read --result) and write -o."""
-    from .animate import FORMATS, animate, result_from_csv
+    from .animate import FORMATS, animate
     from .scene import frame_indices
 
     if not out_path.lower().endswith(FORMATS):
@@ -553,7 +553,7 @@ def animate_command(model_file: str, out_path: str, result_csv: Optional[str], t
         raise click.UsageError("--input applies to a simulation; --result replays a finished run")
     system = compile_model(load_model(model_file))
     if result_csv is not None:
-        result = result_from_csv(result_csv, system)
+        result = Result.from_csv(result_csv, system)
     else:
         result = simulate(system, t_end, inputs=_parse_pairs(inputs, "NAME=VALUE", "crank.tau=2", "--input") or None,
                           progress=progress)
