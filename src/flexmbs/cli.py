@@ -30,7 +30,7 @@ from .model.elements import Model, Profile
 from .model.validate import _PROFILE_FIELDS
 from .names import did_you_mean
 from .signals import signal_table
-from .simulate import Result, settings_of, simulate
+from .simulate import Result, check_effort, settings_of, simulate, step_rate
 from .solvers.stepper import Settings, SolverError
 from .system import System, compile_model
 
@@ -298,12 +298,12 @@ def _parse_pairs(values: Sequence[str], form: str, example: str, option: str) ->
 
 @main.command("modes")
 @click.argument("model_file", metavar="MODEL")
-@click.option("--n", "n_modes", type=click.IntRange(min=1), default=6, show_default=True,
-              help="Number of modes, lowest first.")
+@click.option("--n", "n_modes", type=click.IntRange(min=1), default=None,
+              help="Number of modes, lowest first (default: all).")
 @click.option("--spin", multiple=True, metavar="JOINT=RATE",
               help="Turn JOINT at a constant RATE [rad/s] (repeatable).")
 @_user_errors
-def modes_command(model_file: str, n_modes: int, spin: Sequence[str]) -> None:
+def modes_command(model_file: str, n_modes: Optional[int], spin: Sequence[str]) -> None:
     """Natural frequencies and damping ratios of MODEL, linearized about its static
     equilibrium (in the frame turning with the --spin joints)."""
     spin_rates = _parse_pairs(spin, "JOINT=RATE", "hub=6", "--spin")
@@ -340,7 +340,7 @@ def modes_command(model_file: str, n_modes: int, spin: Sequence[str]) -> None:
             dom = "  " + labels[k]
         zt = "-" if not np.isfinite(z) else f"{0.0 if abs(z) < 1e-9 else z:.4g}"
         click.echo(f"{k + 1:>4}  {f:>12.6g}  {2 * np.pi * f:>14.6g}  {zt:>9}{dom}{note}")
-    if freqs.size < n_modes:
+    if n_modes is not None and freqs.size < n_modes:
         click.echo(f"(the model has only {freqs.size} modes)")
 
 
@@ -397,9 +397,13 @@ def linearize_command(model_file: str, inputs_text: Optional[str], outputs_text:
 @_user_errors
 def check_command(model_file: str, t_end: Optional[float]) -> None:
     """Load, validate and compile MODEL; print its bodies, joints, inputs and outputs (and,
-    with --t-end, whether a run stays within the single floating frame's range)."""
+    with --t-end, whether a run stays within the single floating frame's range). A model whose
+    default run (fmu.stop_time, or --t-end) would need more integration steps than simulate
+    accepts is refused with the estimate."""
     model = _load(model_file)
     system = compile_model(model)
+    settings = settings_of(model)
+    check_effort(str(model.source or model.name), system, settings, t_end if t_end is not None else model.fmu.stop_time)
     click.echo(f"model {model.name!r} ({model.source}): valid")
     if model.description:
         click.echo(f"  {model.description}")
@@ -408,6 +412,9 @@ def check_command(model_file: str, t_end: Optional[float]) -> None:
     s = model.solver
     how = f"step {_fmt(s.step)} s" if s.method == "rk4" else f"rtol {_fmt(s.rtol)}, max_step {_fmt(s.max_step)} s"
     click.echo(f"  solver {s.method} ({how}), output_step {_fmt(s.output_step)} s")
+    rate = step_rate(system, settings)
+    if rate is not None:
+        click.echo(f"  at least {_fmt(rate[0])} integration steps per simulated second: {rate[1]}")
 
     click.echo(f"bodies ({len(system.bodies)}):")
     for bn in system.bodies:

@@ -57,11 +57,14 @@ from .signals import tip_marker
 from .names import lookup
 from .so3 import quat_from_rotvec, quat_mul, right_jacobian_inv, rotvec_from_quat
 from .solvers.stepper import state_scales
-from .system import System, compile_model
+from .system import System, compile_model, model_argument
 
 __all__ = ["LinearSystem", "ModesResult", "equilibrium", "linearize", "modes"]
 
 _FD = np.finfo(float).eps ** (1.0 / 3.0)
+# equilibrium's Newton: a tolerance double precision can meet, up to 1 (the whole first residual)
+_TOL_RANGE = (1e-15, 1.0)
+_MAX_ITER = 1000
 
 
 # --------------------------------------------------------------------------- coordinates
@@ -318,8 +321,7 @@ def _system_of(model_or_system: Model | System, spin: Mapping[str, float] | None
         raise ValueError(f"{where}: spin = {spin!r}: expected a mapping {{joint name: rate}}")
     for jn, rate in (spin or {}).items():
         args.number(where, f"spin[{jn!r}]", rate, "finite", "rad/s or m/s")
-    if not isinstance(model_or_system, (Model, System)):
-        raise ValueError(f"{where}: expected a Model or a compiled System, got {type(model_or_system).__name__}")
+    model_or_system = model_argument(where, model_or_system)
     if not spin:
         return model_or_system if isinstance(model_or_system, System) else compile_model(model_or_system)
     base = model_or_system.model if isinstance(model_or_system, System) else model_or_system
@@ -491,7 +493,8 @@ def linearize(model_or_system: Model | System, *, t: float = 0.0, x: np.ndarray 
               spin: Mapping[str, float] | None = None) -> LinearSystem:
     """Linearize xdot = f(t, x, u) about (t, x, u) by central finite differences.
 
-    model_or_system: a Model (compiled here) or a System. x: full state [q; u] of the System
+    model_or_system: a Model (compiled here), a System, or a model file path or shipped model
+    name. x: full state [q; u] of the System
     (default its initial state; motion-driven entries are replaced by their profile at t).
     inputs: {name: value} over the input defaults, or an array of all inputs. outputs: signal names
     (default every free joint coordinate). Returns a LinearSystem in the free minimal coordinates;
@@ -534,12 +537,13 @@ def equilibrium(model_or_system: Model | System, *, spin: Mapping[str, float] | 
 
     Returns the full state [q; u] (length nq + nv of the System) at time t, with the prescribed
     coordinates at their profile values. tol: on the Newton step in units of the state scales,
-    or on the residual relative to the first one. Raises RuntimeError when Newton fails.
+    or on the residual relative to the first one, within [1e-15, 1]; max_iter at most 1000.
+    model_or_system as for linearize. Raises RuntimeError when Newton fails.
     """
     where = "equilibrium"
-    args.number(where, "tol", tol, "positive")
+    args.within(where, "tol", tol, *_TOL_RANGE)
     args.number(where, "t", t, "finite", "s")
-    args.integer(where, "max_iter", max_iter, 1)
+    args.integer(where, "max_iter", max_iter, 1, _MAX_ITER, " (Newton converges in a few; more means it will not)")
     system = _system_of(model_or_system, spin, where)
     coords = _Coordinates(system)
     x = _reference_state(system, x_guess, where, "x_guess")
@@ -741,14 +745,17 @@ def _modal_pairs(lam: np.ndarray, vecs: np.ndarray, npos: int, zero_tol: float):
     return out
 
 
-def modes(model: Model | System, *, n: int | None = 6, spin: Mapping[str, float] | None = None,
+def modes(model: Model | System, *, n: int | None = None, spin: Mapping[str, float] | None = None,
           about: str = "equilibrium", x: np.ndarray | None = None, inputs=None,
           zero_tol: float | None = None) -> ModesResult:
     """Natural frequencies, damping ratios and mode shapes of the linearization about the static
     equilibrium (about="equilibrium", default; x is then the Newton guess) or the initial state
     (about="initial"; or x when given), with spin = {joint: rate} turning those joints at a constant
-    rate (see equilibrium). n: number of modes returned, lowest first (None: all); rigid-body modes
-    count. zero_tol [rad/s]: eigenvalues below it are zero modes (default 1e-5 max(1, max |lambda|)).
+    rate (see equilibrium). n: number of modes returned, lowest first (None, the default: all);
+    rigid-body modes count, and n is at most the number of free coordinates (one mode each; a
+    closed loop has fewer modes than that). zero_tol [rad/s]:
+    eigenvalues below it are zero modes (default 1e-5 max(1, max |lambda|)). model as for
+    linearize.
     """
     if about not in ("equilibrium", "initial"):
         raise ValueError(f"modes: about = {about!r}: expected 'equilibrium' or 'initial'")
@@ -756,6 +763,10 @@ def modes(model: Model | System, *, n: int | None = 6, spin: Mapping[str, float]
         args.integer("modes", "n", n, 1)
     args.optional_number("modes", "zero_tol", zero_tol, "non-negative", "rad/s")
     system = _system_of(model, spin, "modes")
+    if n is not None:
+        free = _Coordinates(system).npos
+        args.integer("modes", "n", n, 1, free, f" (the model has {free} free coordinates, at most one mode "
+                                               "each; n=None gives all)")
     if about == "equilibrium":
         x_ref = equilibrium(system, x_guess=x, inputs=inputs)
     else:

@@ -7,6 +7,7 @@ leaves, so a parent always precedes its children.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -39,6 +40,7 @@ from .model import (
     ModelError,
     Section,
     inertia_matrix,
+    load_model,
     validate,
 )
 from .loops import TOL, AssemblyWarning, assemble, cut_rows, row_coupling, row_names
@@ -350,6 +352,18 @@ def _profile_row(p) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
         coef[:-1] = cs.c[::-1].T
         coef[-1, 0] = p.values[-1]
     return code, par, knots, coef
+
+
+def model_argument(where: str, value: object) -> Model | System:
+    """What a function of the API (`where`) was given as its model: a Model or a System as they
+    are, a model file path or a shipped model's name loaded (load_model); anything else a
+    TypeError naming the argument and what is accepted."""
+    if isinstance(value, (Model, System)):
+        return value
+    if isinstance(value, (str, os.PathLike)):
+        return load_model(value)
+    raise TypeError(f"{where}: model = {value!r} ({type(value).__name__}): expected a Model (flexmbs.load_model), "
+                    "a compiled System, a model file path or a shipped model's name")
 
 
 def compile_model(model: Model) -> System:
