@@ -19,6 +19,7 @@ import functools
 import re
 import sys
 import time
+import warnings
 from typing import Any, Callable, Optional, Sequence
 
 import click
@@ -86,6 +87,14 @@ def main(ctx: click.Context, debug: bool, allow_outside_data: bool) -> None:
     models` lists them). Errors go to stderr with exit status 1.
     """
     ctx.obj = {"debug": debug, "allow_outside": allow_outside_data}
+    if not debug:
+        warnings.showwarning = _show_warning
+
+
+def _show_warning(message: Warning | str, category: type, *_: Any, **__: Any) -> None:
+    """A warning as one line on stderr, `warning: <message>` (without the source line that
+    Python's default format quotes, which means nothing to a user of the command)."""
+    click.echo(f"warning: {message}", err=True)
 
 
 def _load(model_file: str) -> Model:
@@ -209,13 +218,15 @@ def _subset(result: Result, names: Sequence[str]) -> Result:
               help="Save a plot of the signals to this PNG file.")
 @click.option("--signals", "signals_text", default=None, metavar="A,B,...",
               help="Only these signals in the CSV and plot (e.g. elbow.q,link2.tip_deflection[2]).")
+@click.option("--input", "input_values", multiple=True, metavar="NAME=VALUE",
+              help="Hold an input constant during the run, e.g. elbow.tau=0.5 (repeatable).")
 @click.option("--progress/--no-progress", default=True, show_default=True,
               help="Show a progress bar.")
 @_user_errors
 def simulate_command(model_file: str, t_end: float, method: Optional[str], rtol: Optional[float],
                      atol: Optional[float], step: Optional[float], max_step: Optional[float],
                      output_step: Optional[float], out_csv: Optional[str], out_png: Optional[str],
-                     signals_text: Optional[str], progress: bool) -> None:
+                     signals_text: Optional[str], input_values: Sequence[str], progress: bool) -> None:
     """Simulate MODEL from t = 0 to --t-end and print a summary."""
     names = _parse_signals(signals_text)
     model = _load(model_file)
@@ -224,8 +235,9 @@ def simulate_command(model_file: str, t_end: float, method: Optional[str], rtol:
         _check_signal_names(names, list(_output_names(system)))
     wall = time.perf_counter()
     try:
-        result = simulate(system, t_end, method=method, rtol=rtol, atol=atol, step=step,
-                          max_step=max_step, output_step=output_step, progress=progress)
+        result = simulate(system, t_end, method=method, rtol=rtol, atol=atol, step=step, max_step=max_step,
+                          output_step=output_step, progress=progress,
+                          inputs=_parse_pairs(input_values, "NAME=VALUE", "elbow.tau=0.5", "--input") or None)
     except SolverError:
         if progress:
             click.echo("", err=True)  # leave the unfinished progress bar line
@@ -346,6 +358,10 @@ def modes_command(model_file: str, n_modes: Optional[int], spin: Sequence[str]) 
 
 # ------------------------------------------------------------------------------ linearize
 
+# Largest residual acceleration [rad/s2, m/s2] of a reference that counts as an equilibrium
+# (the equilibrium's Newton leaves about 1e-10 of the first residual).
+RESIDUAL_ACCELERATION = 1e-6
+
 def _names(text: Optional[str], option: str) -> Optional[list[str]]:
     if text is None:
         return None
@@ -364,23 +380,45 @@ def _names(text: Optional[str], option: str) -> Optional[list[str]]:
 @click.option("--input", "input_values", multiple=True, metavar="NAME=VALUE",
               help="Value of an input at the reference (default: its default; repeatable).")
 @click.option("--t", "t_ref", type=float, default=0.0, show_default=True, help="Time of the reference [s].")
+@click.option("--at", "at", type=click.Choice(["equilibrium", "initial"]), default="equilibrium", show_default=True,
+              help="The reference state: the static equilibrium nearest the initial state (Newton from it, with "
+                   "the --input values held), or the initial state itself.")
 @click.option("-o", "--out", "out_path", type=click.Path(dir_okay=False), required=True,
               help="Write A, B, C, D with state, input and output names to this .npz or .mat file.")
 @_user_errors
 def linearize_command(model_file: str, inputs_text: Optional[str], outputs_text: Optional[str],
-                      input_values: Sequence[str], t_ref: float, out_path: str) -> None:
-    """Linearize MODEL about its initial state (flexmbs.linearize) and write the matrices."""
-    from .linearize import linearize
+                      input_values: Sequence[str], t_ref: float, at: str, out_path: str) -> None:
+    """Linearize MODEL about its static equilibrium (or, with --at initial, its initial state;
+    flexmbs.linearize) and write the matrices. A reference that is not an equilibrium is
+    reported with its residual acceleration."""
+    from .linearize import equilibrium, linearize
 
     if not out_path.endswith((".npz", ".mat")):
         raise click.BadParameter(f"{out_path}: the name must end in .npz or .mat", param_hint="-o/--out")
     values = _parse_pairs(input_values, "NAME=VALUE", "elbow.tau=0.5", "--input") or None
-    lin = linearize(_load(model_file), t=t_ref, inputs=values, outputs=_names(outputs_text, "--outputs"))
+    model = _load(model_file)
+    x = None
+    if at == "equilibrium":
+        try:
+            x = equilibrium(model, t=t_ref, inputs=values)
+        except RuntimeError as exc:
+            if isinstance(exc, SolverError) or _debug():
+                raise
+            raise click.ClickException(f"no static equilibrium found near the initial state ({exc}); to linearise "
+                                       "about the initial state itself use --at initial") from None
+    lin = linearize(model, t=t_ref, x=x, inputs=values, outputs=_names(outputs_text, "--outputs"))
+    acc, coordinate = lin.residual_acceleration()
+    if acc > RESIDUAL_ACCELERATION:
+        warnings.warn(f"the reference is not an equilibrium: {coordinate} has a residual acceleration of {acc:.3g} "
+                      f"(rad/s2 or m/s2); the linear model holds near a state the system leaves at once"
+                      + (" (linearise about the equilibrium: --at equilibrium)" if at == "initial" else ""),
+                      stacklevel=1)
     lin = lin.select(_names(inputs_text, "--inputs"))
     lin.save(out_path)
     lam = lin.eigs()
     click.echo(f"{lin.A.shape[0]} states, {len(lin.input_names)} inputs ({', '.join(lin.input_names) or 'none'}), "
-               f"{len(lin.output_names)} outputs ({', '.join(lin.output_names)}); t = {_fmt(t_ref)} s")
+               f"{len(lin.output_names)} outputs ({', '.join(lin.output_names)}); t = {_fmt(t_ref)} s, about the "
+               + ("static equilibrium" if at == "equilibrium" else "initial state"))
     if lam.size:
         click.echo(f"eigenvalues [1/s], smallest first: {', '.join(f'{z:.4g}' for z in lam[:6])}"
                    + (" ..." if lam.size > 6 else ""))
@@ -497,8 +535,6 @@ def check_command(model_file: str, t_end: Optional[float]) -> None:
 
 def _check_run(system, t_end: float) -> None:
     """Simulate to t_end and print each flexible body's largest deformation against the limit."""
-    import warnings
-
     from .simulate import simulate
     from .validity import ROTATION_LIMIT, LargeDeflectionWarning, largest_deflections
 

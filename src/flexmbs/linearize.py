@@ -402,10 +402,13 @@ def _jacobian(f, n_out: int, z0: np.ndarray, steps: np.ndarray) -> np.ndarray:
 
 @dataclass
 class LinearSystem:
-    """xdot = A x + B u, y = C x + D u about the reference (t, x0, u0) with outputs y0 there.
+    """xdot = xdot0 + A x + B u, y = y0 + C x + D u about the reference (t, x0, u0), x and u
+    the deviations from it.
 
     States are the free minimal coordinates (positions then velocities, see the module notes);
-    x0 is the full reference state [q; u] of the System, u0 the reference inputs.
+    x0 is the full reference state [q; u] of the System, u0 the reference inputs; xdot0 the
+    state derivative at the reference, zero at an equilibrium (its velocity half is the residual
+    acceleration [rad/s2, m/s2] of each free coordinate otherwise).
     """
 
     A: np.ndarray
@@ -419,6 +422,16 @@ class LinearSystem:
     x0: np.ndarray = field(default_factory=lambda: np.zeros(0))
     u0: np.ndarray = field(default_factory=lambda: np.zeros(0))
     y0: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    xdot0: np.ndarray = field(default_factory=lambda: np.zeros(0))
+
+    def residual_acceleration(self) -> tuple[float, str]:
+        """The largest residual acceleration of a free coordinate at the reference [rad/s2 or
+        m/s2] and the name of that coordinate's position state ('' when there is none)."""
+        n = self.A.shape[0] // 2
+        if n == 0 or self.xdot0.size != 2 * n:
+            return 0.0, ""
+        k = int(np.argmax(np.abs(self.xdot0[n:])))
+        return float(abs(self.xdot0[n + k])), self.state_names[k]
 
     def eigs(self) -> np.ndarray:
         """Eigenvalues of A [1/s], sorted by magnitude then by imaginary part."""
@@ -459,7 +472,7 @@ class LinearSystem:
         index = {n: i for i, n in enumerate(self.input_names)}
         cols = [lookup(index, n, "input") for n in inputs]
         return LinearSystem(self.A, self.B[:, cols], self.C, self.D[:, cols], list(self.state_names), list(inputs),
-                            list(self.output_names), self.t, self.x0, self.u0[cols], self.y0)
+                            list(self.output_names), self.t, self.x0, self.u0[cols], self.y0, self.xdot0)
 
     def to_control(self):
         """python-control StateSpace (A, B, C, D) with the states, inputs and outputs named by
@@ -473,10 +486,10 @@ class LinearSystem:
 
     def save(self, path: str) -> None:
         """Write A, B, C, D, the names (state_names, input_names, output_names) and the
-        reference (t, x0, u0, y0) to a .npz (numpy) or .mat (MATLAB, scipy.io.savemat: the
+        reference (t, x0, u0, y0, xdot0) to a .npz (numpy) or .mat (MATLAB, scipy.io.savemat: the
         names as cell arrays of strings) file, chosen by the suffix."""
         data = {"A": self.A, "B": self.B, "C": self.C, "D": self.D, "t": self.t, "x0": self.x0, "u0": self.u0,
-                "y0": self.y0, "state_names": np.array(self.state_names, dtype=object),
+                "y0": self.y0, "xdot0": self.xdot0, "state_names": np.array(self.state_names, dtype=object),
                 "input_names": np.array(self.input_names, dtype=object),
                 "output_names": np.array(self.output_names, dtype=object)}
         if str(path).endswith(".mat"):
@@ -519,7 +532,7 @@ def linearize(model_or_system: Model | System, *, t: float = 0.0, x: np.ndarray 
                    _FD * np.maximum(1.0, np.abs(u_ref[:nu])))
     return LinearSystem(A=JX[:nz], B=JU[:nz], C=JX[nz:], D=JU[nz:], state_names=coords.state_names,
                         input_names=list(system.inputs), output_names=outputs, t=float(t), x0=x0,
-                        u0=u_ref[:nu].copy(), y0=F0[nz:])
+                        u0=u_ref[:nu].copy(), y0=F0[nz:], xdot0=F0[:nz])
 
 
 # --------------------------------------------------------------------------- equilibrium
