@@ -34,6 +34,7 @@ from .signals import signal_table
 from .simulate import Result, check_effort, settings_of, simulate, step_rate
 from .solvers.stepper import Settings, SolverError
 from .system import System, compile_model
+from .warmup import NOTICE_AFTER
 
 # Errors a user can cause; anything else is a bug and keeps its traceback.
 _USER_ERRORS = (ModelError, SolverError, OSError, ValueError, KeyError)
@@ -269,8 +270,10 @@ def _print_summary(model: Model, system: System, result: Result, settings: Setti
     else:
         click.echo(f"solver   {settings.method} ({how}): {st.get('steps', 0)} steps, "
                    f"{st.get('rejected', 0)} rejected")
+    compiling = st.get("compile_time", 0.0)
+    compiled = f", {compiling:.3g} s compiling kernels (once per machine)" if compiling > NOTICE_AFTER else ""
     click.echo(f"time     {_fmt(t_end)} s simulated in {wall:.3g} s wall ({integ:.3g} s integrating, "
-               f"{t_end / max(integ, 1e-12):.3g}x real time)")
+               f"{t_end / max(integ, 1e-12):.3g}x real time{compiled})")
     e = result["energy.total"]
     if _is_conservative(model):
         drift = float(np.max(np.abs(e - e[0])))

@@ -15,6 +15,7 @@ from .signals import Evaluator, output_width, signal_table
 from .solvers.stepper import Settings, SolverError, Stepper
 from .system import System, compile_model, model_argument
 from .validity import warn_large_deflections
+from .warmup import prepare
 
 InputSpec = Union[None, Mapping[str, float], Callable[[float], Mapping[str, float]]]
 
@@ -216,6 +217,7 @@ def simulate(model: Union[Model, System], t_end: float, *, method: Optional[str]
     U = np.zeros((t.size, max(1, len(system.inputs))))
     X[0] = x
     U[0, :len(system.inputs)] = _input_vector(system, inputs, 0.0)
+    compile_time = prepare(system, settings, x, U[0], 0.0, progress)
     bar = None
     if progress:
         from tqdm import tqdm
@@ -225,7 +227,7 @@ def simulate(model: Union[Model, System], t_end: float, *, method: Optional[str]
     def stats() -> dict:
         return dict(method=settings.method, steps=stepper.nsteps, rejected=stepper.nrejected,
                     jacobians=stepper.njacobians, factorizations=stepper.nfactorizations,
-                    wall_time=_time.perf_counter() - wall)
+                    wall_time=_time.perf_counter() - wall, compile_time=compile_time)
 
     try:
         for k in range(1, t.size):
