@@ -14,6 +14,7 @@ from typing import Optional
 import numpy as np
 
 from .flex import sections as sec
+from .flex.blas import one_blas_thread
 from .flex.invariants import (
     FlexBodyData,
     beam_body,
@@ -120,10 +121,12 @@ def _section(s: Section) -> sec.Section:
     return sec.explicit(s.A, s.Iy, s.Iz, s.J)
 
 
+@one_blas_thread
 def flex_data(body: Body, model: Optional[Model] = None) -> Optional[FlexBodyData]:
     """Modal data of a flexible body (None for rigid bodies). With interface modes on (the default),
     the markers of `body` that `model`'s joints and loads use are its interface points
-    (none without a model)."""
+    (none without a model). Computed on one BLAS thread (flex/blas.py): the same bits in every
+    process."""
     interface = body.interface_modes and body.type != "rigid"
     if body.type == "beam":
         tip_j = None if body.tip_inertia is None else inertia_matrix(body.tip_inertia)
