@@ -250,6 +250,9 @@ SIMULATE_FAULTS = [
     (dict(inputs=lambda t: {"elbow.tau": NAN}), "inputs['elbow.tau'] (at t = 0 s) = nan"),
     (dict(method="euler"), "method = 'euler'"),
     (dict(step="1e-3"), "step = '1e-3'"),
+    (dict(rtol=1e10), "rtol = 10000000000.0: expected a number in [1e-14, 1]"),
+    (dict(rtol=1e-20), "rtol = 1e-20"),
+    (dict(atol=10.0), "atol = 10.0: expected a number in (0, 1]"),
 ]
 
 
@@ -279,6 +282,9 @@ LINEAR_FAULTS = [
     ("linearize", dict(outputs="shoulder.q"), "outputs = 'shoulder.q'"),
     ("equilibrium", dict(tol=-1.0), "equilibrium: tol = -1"),
     ("equilibrium", dict(max_iter=0), "equilibrium: max_iter = 0"),
+    ("equilibrium", dict(tol=10.0), "equilibrium: tol = 10.0: expected a number in [1e-15, 1]"),
+    ("equilibrium", dict(max_iter=10**9), "equilibrium: max_iter = 1000000000: expected an integer from 1 to 1000"),
+    ("modes", dict(n=10**9), "modes: n = 1000000000: expected an integer from 1 to 2 (the model has 2 free"),
     ("equilibrium", dict(x_guess=[1.0, 2.0]), "equilibrium: x_guess has shape (2,)"),
     ("equilibrium", dict(inputs={"shoulder.tau": math.inf}), "inputs['shoulder.tau'] = inf"),
     ("modes", dict(n=0), "modes: n = 0"),
@@ -294,6 +300,66 @@ def test_linear_analysis_refuses_a_bad_argument_by_name(arm, function: str, kwar
         getattr(flexmbs, function)(arm, **kwargs)
     assert words in str(info.value), str(info.value)
     assert "singular" not in str(info.value)
+
+
+@pytest.mark.parametrize("function", ["simulate", "linearize", "equilibrium", "modes"])
+@pytest.mark.parametrize("model", [None, 3.0, ["huang_two_link"]])
+def test_a_model_argument_that_is_no_model_is_refused_by_name(function: str, model) -> None:
+    args = (model, 0.1) if function == "simulate" else (model,)
+    with within(60), pytest.raises(TypeError) as info:
+        getattr(flexmbs, function)(*args)
+    assert str(info.value).startswith(f"{function}: model = {model!r}"), str(info.value)
+    assert "a model file path or a shipped model's name" in str(info.value)
+
+
+def test_a_model_given_by_name_or_path_runs_as_the_loaded_model() -> None:
+    loaded = flexmbs.simulate(load_model("double_pendulum"), 0.05)
+    for spec in ("double_pendulum", MODELS / "double_pendulum.yaml"):
+        np.testing.assert_array_equal(flexmbs.simulate(spec, 0.05).states, loaded.states)
+    with pytest.raises(ModelError, match="no shipped model of that name"):
+        flexmbs.simulate("no_such_model", 0.05)
+
+
+@pytest.mark.parametrize("replacement", ["rtol: 50", "rtol: 1.0e-16", "rtol: 5.0e-7\n  atol: 3.0"])
+def test_a_model_file_tolerance_out_of_range_is_a_model_error(tmp_path: Path, replacement: str) -> None:
+    err = load_error(huang_with(tmp_path, ("rtol: 5.0e-7", replacement)))
+    (issue,) = err.issues
+    assert issue.path in ("solver.rtol", "solver.atol") and issue.line is not None, str(err)
+    assert ("from 1e-14" in issue.message) if issue.path == "solver.rtol" else ("at most 1" in issue.message)
+
+
+def test_a_model_path_linking_outside_its_folder_is_refused_without_quoting_the_target(tmp_path: Path) -> None:
+    secret = tmp_path / "elsewhere" / "passwd"
+    secret.parent.mkdir()
+    secret.write_text("root:x:0:0:SECRET-LINE:/root:/bin/bash\n")
+    home = tmp_path / "models"
+    home.mkdir()
+    (home / "m.yaml").symlink_to(secret)
+    err = load_error(home / "m.yaml")
+    assert "symbolic link" in str(err) and "allow_outside" in str(err) and "SECRET" not in str(err)
+    (home / "huang.yaml").write_text(HUANG)
+    (home / "inside.yaml").symlink_to(home / "huang.yaml")       # a link within the folder is a file there
+    assert load_model(home / "inside.yaml").name == load_model(home / "huang.yaml").name
+    (home / "out.yaml").symlink_to(huang_with(tmp_path, ("rtol: 5.0e-7", "rtol: 5.0e-7")))
+    load_error(home / "out.yaml")
+    assert load_model(home / "out.yaml", allow_outside=True).name == load_model(home / "huang.yaml").name
+
+
+def test_flexmbs_check_refuses_what_simulate_would_refuse_with_the_estimate(tmp_path: Path) -> None:
+    """`flexmbs check` applies simulate's step estimate to the model's default run (fmu.stop_time):
+    a 1e-9 m link needs ~1e12 dopri5 steps per second and is refused; the shipped arm passes
+    and shows its estimate."""
+    from click.testing import CliRunner
+
+    from flexmbs.cli import main
+
+    tiny = huang_with(tmp_path, ("length: 1.02", "length: 1.0e-9"), ("x: 1.02", "x: 1.0e-9"))
+    with within(120):
+        bad = CliRunner().invoke(main, ["check", str(tiny)])
+        good = CliRunner().invoke(main, ["check", "huang_two_link"])
+    assert bad.exit_code == 1 and "integration steps" in bad.output and "'link2'" in bad.output, bad.output
+    assert "Traceback" not in bad.output
+    assert good.exit_code == 0 and "integration steps per simulated second" in good.output, good.output
 
 
 # ---------------------------------------------------------------- segmented beams in loops

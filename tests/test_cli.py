@@ -201,6 +201,24 @@ def test_simulate_unknown_signal_fails_before_running(tmp_path: Path) -> None:
     assert not csv.exists()
 
 
+def test_simulate_input_holds_an_input_as_the_api_does(tmp_path: Path) -> None:
+    """--input NAME=VALUE holds the input through the run, as simulate(inputs=...) does (the CSV
+    holds the same values), and the input moves the arm; a pair without '=' is refused."""
+    import flexmbs
+
+    csv = tmp_path / "run.csv"
+    result = run("simulate", "huang_two_link_rigid", "--t-end", "0.2", "--input", "shoulder.tau=2.5",
+                 "--out", csv, "--signals", "shoulder.q,elbow.q", "--no-progress")
+    assert result.exit_code == 0, result.stderr
+    data = np.loadtxt(csv, delimiter=",", skiprows=1)
+    api = flexmbs.simulate("huang_two_link_rigid", 0.2, inputs={"shoulder.tau": 2.5})
+    still = flexmbs.simulate("huang_two_link_rigid", 0.2)
+    np.testing.assert_allclose(data[:, 1], api["shoulder.q"], rtol=1e-15, atol=1e-18)
+    assert abs(api["shoulder.q"][-1] - still["shoulder.q"][-1]) > 1e-3
+    bad = run("simulate", "huang_two_link_rigid", "--t-end", "0.2", "--input", "shoulder.tau")
+    assert bad.exit_code != 0 and "NAME=VALUE" in bad.stderr
+
+
 def test_simulate_solver_failure_is_a_clean_error() -> None:
     """RK4 with a step far beyond the stability limit of the 55 Hz bending pair diverges."""
     result = run("simulate", MODELS / "huang_two_link.yaml", "--t-end", "0.5", "--method", "rk4",

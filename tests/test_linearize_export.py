@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from flexmbs import linearize
+from flexmbs import equilibrium, linearize
 from flexmbs.cli import main
 from flexmbs.model import load_model
 
@@ -19,7 +19,9 @@ OUTPUTS = ["elbow.q", "shoulder.qd", "link2.tip_deflection[2]"]
 
 @pytest.fixture(scope="module")
 def lin():
-    return linearize(load_model(MODEL), outputs=OUTPUTS).select(INPUTS)
+    """What `flexmbs linearize` computes by default: about the static equilibrium."""
+    model = load_model(MODEL)
+    return linearize(model, x=equilibrium(model), outputs=OUTPUTS).select(INPUTS)
 
 
 @pytest.mark.parametrize("suffix", [".npz", ".mat"])
@@ -41,8 +43,37 @@ def test_cli_writes_named_matrices(tmp_path, lin, suffix) -> None:
     for k in "ABCD":
         assert np.array_equal(data[k], getattr(lin, k)), k
     # B's columns are the selected inputs' own columns of the full linearisation
-    full = linearize(load_model(MODEL), outputs=OUTPUTS)
+    full = linearize(load_model(MODEL), x=lin.x0, outputs=OUTPUTS)
     assert np.array_equal(data["B"][:, 1], full.B[:, full.input_names.index("shoulder.tau")])
+
+
+def test_cli_linearises_a_hanging_arm_about_its_equilibrium_unless_told(tmp_path) -> None:
+    """Huang's damped arm hangs its link 2 from a horizontal elbow axis and starts at elbow -1 rad,
+    not at rest. By default the command finds the equilibrium: every eigenvalue of A has a
+    non-positive real part (a damped arm about the hanging pose; the free shoulder gives a zero
+    pair), and the residual acceleration there is nil. --at initial linearises about the start
+    instead, exactly as the API does, and warns with the residual acceleration."""
+    model = "huang_two_link_damped"
+    out = tmp_path / "eq.npz"
+    res = CliRunner().invoke(main, ["linearize", model, "-o", str(out)])
+    assert res.exit_code == 0 and "about the static equilibrium" in res.output and "warning" not in res.output
+    A = np.load(out)["A"]
+    lam = np.linalg.eigvals(A)
+    assert lam.real.max() <= 1e-9 * np.abs(lam).max(), lam
+    assert np.abs(np.load(out)["xdot0"]).max() < 1e-6
+    res = CliRunner().invoke(main, ["linearize", model, "--at", "initial", "-o", str(out)])
+    assert res.exit_code == 0 and "about the initial state" in res.output
+    start = linearize(load_model(model))
+    acc, coordinate = start.residual_acceleration()
+    assert acc > 1.0 and f"warning: the reference is not an equilibrium: {coordinate}" in res.output, res.output
+    assert np.array_equal(np.load(out)["A"], start.A)
+
+
+def test_an_unknown_output_lists_the_allowed_names(tmp_path) -> None:
+    res = CliRunner().invoke(main, ["linearize", MODEL, "--outputs", "tcp.r[1]", "-o", str(tmp_path / "l.npz")])
+    assert res.exit_code == 1 and "no output 'tcp.r[1]'" in res.output, res.output
+    for allowed in ("the outputs are:", "elbow.q", "shoulder.qd", "link2.tip_deflection[2]"):
+        assert allowed in res.output, res.output
 
 
 def test_cli_refuses_unknown_input_and_bad_suffix(tmp_path) -> None:

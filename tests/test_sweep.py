@@ -298,3 +298,89 @@ output: out
     assert 5.0 <= best["gains"]["c_elbow.kd"] <= 20.0
     assert best["value"] <= best["start_value"] and best["check_value"] == best["value"]
     assert best["measure"] == "cvar"
+
+
+# ----------------------------------------------------------------------------- resume and interruptions
+
+def test_a_last_line_cut_short_is_dropped_with_a_warning(tmp_path) -> None:
+    from flexmbs.fmi.sweep.engine import RowsRepairedWarning, Table
+
+    path = tmp_path / "rows.csv"
+    table = Table(path, ["p"], ["m"])
+    for k in range(2):
+        table.append({"key": f"k{k}", "run": k, "p": 0.5 * k, "m": 1.0 + k, "status": "ok", "message": "",
+                      "wall_s": 0.1})
+    whole = path.read_bytes()
+    path.write_bytes(whole[:-9])                       # a crash while the second row was written
+    with pytest.warns(RowsRepairedWarning, match=str(path)):
+        again = Table(path, ["p"], ["m"])
+    assert list(again.rows()) == ["k0"]
+    assert path.read_bytes() == whole[:whole.rstrip(b"\r\n").rfind(b"\n") + 1]
+    Table(path, ["p"], ["m"])                          # whole now: opened without a warning
+
+
+def test_resume_reruns_the_run_whose_row_was_cut_short(study, engine, tmp_path) -> None:
+    from flexmbs.fmi.sweep.engine import RowsRepairedWarning
+
+    sets = gain_sets(3)
+    first = sweep(engine, study, sets, tmp_path, progress=False)
+    rows = tmp_path / "rows.csv"
+    rows.write_bytes(rows.read_bytes()[:-20])
+    rerun = []
+    with pytest.warns(RowsRepairedWarning, match="rows.csv"):
+        df = sweep(engine, study, sets, tmp_path, progress=False, on_row=lambda r: rerun.append(r["key"]))
+    assert len(rerun) == 1 and list(df["status"]) == ["ok"] * 3
+    assert np.array_equal(df[study.columns()].to_numpy(), first[study.columns()].to_numpy())
+
+
+def test_sweep_command_builds_missing_fmus_and_sets_any_solver_setting(tmp_path) -> None:
+    """An empty FMU folder: the command builds the four FMUs first (as the docs say), and the
+    spec sets the plant's solver method (a word) next to its tolerance (a number)."""
+    from click.testing import CliRunner
+
+    from flexmbs.cli import main
+
+    spec = tmp_path / "spec.yaml"
+    text = (SPEC.format(fmus=tmp_path / "fmus")
+            .replace("plant: {solver.rtol: 1.0e-6}", "plant: {solver.method: implicit, solver.rtol: 1.0e-5}")
+            .replace("values: [0.9, 1.1], relative: true", "values: [1.0], relative: true")
+            .replace("values: [10.0, 13.0]", "values: [12.0]"))
+    spec.write_text(text)
+    res = CliRunner().invoke(main, ["sweep", str(spec), "--workers", "1", "--no-progress"])
+    assert res.exit_code == 0, res.output
+    assert res.output.count("built ") == 4 and len(list((tmp_path / "fmus").glob("*.fmu"))) == 4, res.output
+    import pandas as pd
+    assert list(pd.read_parquet(tmp_path / "out" / "rows.parquet")["status"]) == ["ok"]
+    for plant, words in (("{solver.method: 5}", "solver.method = 5.0: expected a word"),
+                         ("{solver.methd: implicit}", "did you mean 'solver.method'")):
+        spec.write_text(text.replace("{solver.method: implicit, solver.rtol: 1.0e-5}", plant))
+        res = CliRunner().invoke(main, ["sweep", str(spec), "--no-progress"])
+        assert res.exit_code == 1 and words in res.output, res.output
+
+
+def test_ctrl_c_leaves_one_line_and_the_finished_rows(study, tmp_path) -> None:
+    """Ctrl-C in a terminal sends SIGINT to the whole process group, workers included: the
+    command prints one line saying where the rows are, no traceback, and exits with 130."""
+    import subprocess
+    import sys
+    import time
+
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(SPEC.format(fmus=study.fmu_dir).replace("values: [10.0, 13.0]",
+                                                            "values: [10.0, 11.0, 12.0, 13.0, 14.0, 15.0]"))
+    rows = tmp_path / "out" / "rows.csv"
+    exe = [sys.executable, "-m", "flexmbs", "sweep", str(spec), "--workers", "2", "--no-progress"]
+    proc = subprocess.Popen(exe, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 600      # a hang guard, not a speed assertion
+    while time.monotonic() < deadline and proc.poll() is None:
+        if rows.is_file() and rows.read_text().count("\n") >= 2:
+            break
+        time.sleep(0.2)
+    assert proc.poll() is None, proc.communicate()
+    os.killpg(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, (out, err)
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    assert err.count("interrupted: the finished runs are in rows.csv") == 1, err
+    finished = rows.read_text().splitlines()[1:]
+    assert finished and all(line.count(",") >= 4 for line in finished)

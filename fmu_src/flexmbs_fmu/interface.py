@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from flexmbs.model import METHODS, Model
+from flexmbs.model.elements import RTOL_RANGE
 from flexmbs.model.paths import get_value, unit_of
 from flexmbs.signals import ACCELERATION, KINEMATIC, joint_units, signal_table
 from flexmbs.system import System
@@ -98,7 +99,7 @@ def plant_interface(model: Model, system: System) -> Interface:
     parameter(ParameterSpec("solver.max_step", SOLVER, "max_step"), "Real", "s",
               "largest internal step of the adaptive methods", s.max_step, 0.0)
     parameter(ParameterSpec("solver.rtol", SOLVER, "rtol"), "Real", "1",
-              "relative tolerance of the adaptive methods", s.rtol, 0.0, 1.0)
+              "relative tolerance of the adaptive methods", s.rtol, *RTOL_RANGE)
 
     inputs = set(system.inputs)
     for s_ in signal_table(system):

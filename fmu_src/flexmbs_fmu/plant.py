@@ -23,6 +23,7 @@ from flexmbs.signals import Evaluator, output_width, state_slots
 from flexmbs.simulate import settings_of
 from flexmbs.solvers.stepper import SolverError, Stepper
 from flexmbs.system import System
+from flexmbs.warmup import prepare
 
 from pythonfmu.enums import Fmi2Status
 
@@ -119,12 +120,15 @@ class Plant:
         self.fresh = False
 
     def initialize(self, start_time: float) -> None:
-        """End of FMI initialisation: apply the parameters, start at `start_time` [s]."""
+        """End of FMI initialisation: apply the parameters, start at `start_time` [s], and compile
+        or load the kernels the steps will call (warmup.prepare), so that the first step of a
+        master's loop runs as fast as the others."""
         try:
             self.configure()
         except ModelError as err:
             self.failure = f"the parameters make the model invalid:\n{err}"
             raise
+        prepare(self.system, self.settings, self.x, self.inputs, float(start_time))
         self.t = float(start_time)
         self.fresh = False
         self.initialized = True

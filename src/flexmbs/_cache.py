@@ -44,6 +44,12 @@ def writable_cache(*parts: str) -> Path:
         return fallback
 
 
+def numba_cache_folder() -> Path:
+    """The folder numba keeps this version's compiled kernels in (NUMBA_CACHE_DIR, which
+    configure_numba_cache sets when importing flexmbs unless the user did)."""
+    return Path(os.environ.get("NUMBA_CACHE_DIR") or writable_cache("numba"))
+
+
 def configure_numba_cache() -> None:
     """Point numba's cache at ~/.cache/flexmbs/numba/<digest> unless NUMBA_CACHE_DIR is set."""
     if "NUMBA_CACHE_DIR" in os.environ:

@@ -14,6 +14,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from .model.elements import ATOL_MAX, RTOL_RANGE
 from .model.errors import show
 
 # Largest output a run may allocate [bytes]: the sampled states and signals are held in memory.
@@ -40,15 +41,39 @@ def number(where: str, name: str, value: Any, kind: str = "finite", unit: str = 
     return value
 
 
+def within(where: str, name: str, value: Any, low: float, high: float, unit: str = "",
+           low_open: bool = False) -> float:
+    """`value` as a float if it is a real number (not a bool) in [low, high] ((low, high] with
+    `low_open`)."""
+    expected = f"a number in {'(' if low_open else '['}{low:g}, {high:g}]" + (f" [{unit}]" if unit else "")
+    if not isinstance(value, numbers.Real) or isinstance(value, bool):
+        raise _fail(where, name, value, expected)
+    v = float(value)
+    if not (v > low if low_open else v >= low) or not v <= high:
+        raise _fail(where, name, value, expected)
+    return v
+
+
+def tolerances(where: str, rtol: Any, atol: Any) -> None:
+    """rtol within RTOL_RANGE and atol (None, or positive up to ATOL_MAX), each optional."""
+    if rtol is not None:
+        within(where, "rtol", rtol, *RTOL_RANGE)
+    if atol is not None:
+        within(where, "atol", atol, 0.0, ATOL_MAX, low_open=True)
+
+
 def optional_number(where: str, name: str, value: Any, kind: str, unit: str = "") -> Optional[float]:
     """None, or `value` checked by `number`."""
     return None if value is None else number(where, name, value, kind, unit)
 
 
-def integer(where: str, name: str, value: Any, low: int) -> int:
-    """`value` if it is an integer (not a bool) >= low."""
-    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < low:
-        raise _fail(where, name, value, f"an integer >= {low}")
+def integer(where: str, name: str, value: Any, low: int, high: Optional[int] = None, why: str = "") -> int:
+    """`value` if it is an integer (not a bool) >= low and, when given, <= high (`why` says
+    where that bound comes from)."""
+    expected = f"an integer >= {low}" if high is None else f"an integer from {low} to {high}{why}"
+    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < low or \
+            (high is not None and value > high):
+        raise _fail(where, name, value, expected)
     return int(value)
 
 

@@ -19,6 +19,7 @@ import functools
 import re
 import sys
 import time
+import warnings
 from typing import Any, Callable, Optional, Sequence
 
 import click
@@ -29,10 +30,11 @@ from .model import JOINTS, METHODS, PROFILES, ModelError, load_model
 from .model.elements import Model, Profile
 from .names import did_you_mean
 from .signals import signal_table
-from .simulate import Result, settings_of, simulate
+from .simulate import Result, check_effort, settings_of, simulate, step_rate
 from .solvers.stepper import Settings, SolverError
 from .compile import compile_model
 from .system import System
+from .warmup import NOTICE_AFTER
 
 # Errors a user can cause; anything else is a bug and keeps its traceback.
 _USER_ERRORS = (ModelError, SolverError, OSError, ValueError, KeyError)
@@ -86,6 +88,14 @@ def main(ctx: click.Context, debug: bool, allow_outside_data: bool) -> None:
     models` lists them). Errors go to stderr with exit status 1.
     """
     ctx.obj = {"debug": debug, "allow_outside": allow_outside_data}
+    if not debug:
+        warnings.showwarning = _show_warning
+
+
+def _show_warning(message: Warning | str, category: type, *_: Any, **__: Any) -> None:
+    """A warning as one line on stderr, `warning: <message>` (without the source line that
+    Python's default format quotes, which means nothing to a user of the command)."""
+    click.echo(f"warning: {message}", err=True)
 
 
 def _load(model_file: str) -> Model:
@@ -209,13 +219,15 @@ def _subset(result: Result, names: Sequence[str]) -> Result:
               help="Save a plot of the signals to this PNG file.")
 @click.option("--signals", "signals_text", default=None, metavar="A,B,...",
               help="Only these signals in the CSV and plot (e.g. elbow.q,link2.tip_deflection[2]).")
+@click.option("--input", "input_values", multiple=True, metavar="NAME=VALUE",
+              help="Hold an input constant during the run, e.g. elbow.tau=0.5 (repeatable).")
 @click.option("--progress/--no-progress", default=True, show_default=True,
               help="Show a progress bar.")
 @_user_errors
 def simulate_command(model_file: str, t_end: float, method: Optional[str], rtol: Optional[float],
                      atol: Optional[float], step: Optional[float], max_step: Optional[float],
                      output_step: Optional[float], out_csv: Optional[str], out_png: Optional[str],
-                     signals_text: Optional[str], progress: bool) -> None:
+                     signals_text: Optional[str], input_values: Sequence[str], progress: bool) -> None:
     """Simulate MODEL from t = 0 to --t-end and print a summary."""
     names = _parse_signals(signals_text)
     model = _load(model_file)
@@ -224,8 +236,9 @@ def simulate_command(model_file: str, t_end: float, method: Optional[str], rtol:
         _check_signal_names(names, list(_output_names(system)))
     wall = time.perf_counter()
     try:
-        result = simulate(system, t_end, method=method, rtol=rtol, atol=atol, step=step,
-                          max_step=max_step, output_step=output_step, progress=progress)
+        result = simulate(system, t_end, method=method, rtol=rtol, atol=atol, step=step, max_step=max_step,
+                          output_step=output_step, progress=progress,
+                          inputs=_parse_pairs(input_values, "NAME=VALUE", "elbow.tau=0.5", "--input") or None)
     except SolverError:
         if progress:
             click.echo("", err=True)  # leave the unfinished progress bar line
@@ -257,8 +270,10 @@ def _print_summary(model: Model, system: System, result: Result, settings: Setti
     else:
         click.echo(f"solver   {settings.method} ({how}): {st.get('steps', 0)} steps, "
                    f"{st.get('rejected', 0)} rejected")
+    compiling = st.get("compile_time", 0.0)
+    compiled = f", {compiling:.3g} s compiling kernels (once per machine)" if compiling > NOTICE_AFTER else ""
     click.echo(f"time     {_fmt(t_end)} s simulated in {wall:.3g} s wall ({integ:.3g} s integrating, "
-               f"{t_end / max(integ, 1e-12):.3g}x real time)")
+               f"{t_end / max(integ, 1e-12):.3g}x real time{compiled})")
     e = result["energy.total"]
     if _is_conservative(model):
         drift = float(np.max(np.abs(e - e[0])))
@@ -298,12 +313,12 @@ def _parse_pairs(values: Sequence[str], form: str, example: str, option: str) ->
 
 @main.command("modes")
 @click.argument("model_file", metavar="MODEL")
-@click.option("--n", "n_modes", type=click.IntRange(min=1), default=6, show_default=True,
-              help="Number of modes, lowest first.")
+@click.option("--n", "n_modes", type=click.IntRange(min=1), default=None,
+              help="Number of modes, lowest first (default: all).")
 @click.option("--spin", multiple=True, metavar="JOINT=RATE",
               help="Turn JOINT at a constant RATE [rad/s] (repeatable).")
 @_user_errors
-def modes_command(model_file: str, n_modes: int, spin: Sequence[str]) -> None:
+def modes_command(model_file: str, n_modes: Optional[int], spin: Sequence[str]) -> None:
     """Natural frequencies and damping ratios of MODEL, linearized about its static
     equilibrium (in the frame turning with the --spin joints)."""
     spin_rates = _parse_pairs(spin, "JOINT=RATE", "hub=6", "--spin")
@@ -340,11 +355,15 @@ def modes_command(model_file: str, n_modes: int, spin: Sequence[str]) -> None:
             dom = "  " + labels[k]
         zt = "-" if not np.isfinite(z) else f"{0.0 if abs(z) < 1e-9 else z:.4g}"
         click.echo(f"{k + 1:>4}  {f:>12.6g}  {2 * np.pi * f:>14.6g}  {zt:>9}{dom}{note}")
-    if freqs.size < n_modes:
+    if n_modes is not None and freqs.size < n_modes:
         click.echo(f"(the model has only {freqs.size} modes)")
 
 
 # ------------------------------------------------------------------------------ linearize
+
+# Largest residual acceleration [rad/s2, m/s2] of a reference that counts as an equilibrium
+# (the equilibrium's Newton leaves about 1e-10 of the first residual).
+RESIDUAL_ACCELERATION = 1e-6
 
 def _names(text: Optional[str], option: str) -> Optional[list[str]]:
     if text is None:
@@ -364,23 +383,45 @@ def _names(text: Optional[str], option: str) -> Optional[list[str]]:
 @click.option("--input", "input_values", multiple=True, metavar="NAME=VALUE",
               help="Value of an input at the reference (default: its default; repeatable).")
 @click.option("--t", "t_ref", type=float, default=0.0, show_default=True, help="Time of the reference [s].")
+@click.option("--at", "at", type=click.Choice(["equilibrium", "initial"]), default="equilibrium", show_default=True,
+              help="The reference state: the static equilibrium nearest the initial state (Newton from it, with "
+                   "the --input values held), or the initial state itself.")
 @click.option("-o", "--out", "out_path", type=click.Path(dir_okay=False), required=True,
               help="Write A, B, C, D with state, input and output names to this .npz or .mat file.")
 @_user_errors
 def linearize_command(model_file: str, inputs_text: Optional[str], outputs_text: Optional[str],
-                      input_values: Sequence[str], t_ref: float, out_path: str) -> None:
-    """Linearize MODEL about its initial state (flexmbs.linearize) and write the matrices."""
-    from .linearize import linearize
+                      input_values: Sequence[str], t_ref: float, at: str, out_path: str) -> None:
+    """Linearize MODEL about its static equilibrium (or, with --at initial, its initial state;
+    flexmbs.linearize) and write the matrices. A reference that is not an equilibrium is
+    reported with its residual acceleration."""
+    from .linearize import equilibrium, linearize
 
     if not out_path.endswith((".npz", ".mat")):
         raise click.BadParameter(f"{out_path}: the name must end in .npz or .mat", param_hint="-o/--out")
     values = _parse_pairs(input_values, "NAME=VALUE", "elbow.tau=0.5", "--input") or None
-    lin = linearize(_load(model_file), t=t_ref, inputs=values, outputs=_names(outputs_text, "--outputs"))
+    model = _load(model_file)
+    x = None
+    if at == "equilibrium":
+        try:
+            x = equilibrium(model, t=t_ref, inputs=values)
+        except RuntimeError as exc:
+            if isinstance(exc, SolverError) or _debug():
+                raise
+            raise click.ClickException(f"no static equilibrium found near the initial state ({exc}); to linearise "
+                                       "about the initial state itself use --at initial") from None
+    lin = linearize(model, t=t_ref, x=x, inputs=values, outputs=_names(outputs_text, "--outputs"))
+    acc, coordinate = lin.residual_acceleration()
+    if acc > RESIDUAL_ACCELERATION:
+        warnings.warn(f"the reference is not an equilibrium: {coordinate} has a residual acceleration of {acc:.3g} "
+                      f"(rad/s2 or m/s2); the linear model holds near a state the system leaves at once"
+                      + (" (linearise about the equilibrium: --at equilibrium)" if at == "initial" else ""),
+                      stacklevel=1)
     lin = lin.select(_names(inputs_text, "--inputs"))
     lin.save(out_path)
     lam = lin.eigs()
     click.echo(f"{lin.A.shape[0]} states, {len(lin.input_names)} inputs ({', '.join(lin.input_names) or 'none'}), "
-               f"{len(lin.output_names)} outputs ({', '.join(lin.output_names)}); t = {_fmt(t_ref)} s")
+               f"{len(lin.output_names)} outputs ({', '.join(lin.output_names)}); t = {_fmt(t_ref)} s, about the "
+               + ("static equilibrium" if at == "equilibrium" else "initial state"))
     if lam.size:
         click.echo(f"eigenvalues [1/s], smallest first: {', '.join(f'{z:.4g}' for z in lam[:6])}"
                    + (" ..." if lam.size > 6 else ""))
@@ -397,9 +438,13 @@ def linearize_command(model_file: str, inputs_text: Optional[str], outputs_text:
 @_user_errors
 def check_command(model_file: str, t_end: Optional[float]) -> None:
     """Load, validate and compile MODEL; print its bodies, joints, inputs and outputs (and,
-    with --t-end, whether a run stays within the single floating frame's range)."""
+    with --t-end, whether a run stays within the single floating frame's range). A model whose
+    default run (fmu.stop_time, or --t-end) would need more integration steps than simulate
+    accepts is refused with the estimate."""
     model = _load(model_file)
     system = compile_model(model)
+    settings = settings_of(model)
+    check_effort(str(model.source or model.name), system, settings, t_end if t_end is not None else model.fmu.stop_time)
     click.echo(f"model {model.name!r} ({model.source}): valid")
     if model.description:
         click.echo(f"  {model.description}")
@@ -408,6 +453,9 @@ def check_command(model_file: str, t_end: Optional[float]) -> None:
     s = model.solver
     how = f"step {_fmt(s.step)} s" if s.method == "rk4" else f"rtol {_fmt(s.rtol)}, max_step {_fmt(s.max_step)} s"
     click.echo(f"  solver {s.method} ({how}), output_step {_fmt(s.output_step)} s")
+    rate = step_rate(system, settings)
+    if rate is not None:
+        click.echo(f"  at least {_fmt(rate[0])} integration steps per simulated second: {rate[1]}")
 
     click.echo(f"bodies ({len(system.bodies)}):")
     for bn in system.bodies:
@@ -490,8 +538,6 @@ def check_command(model_file: str, t_end: Optional[float]) -> None:
 
 def _check_run(system, t_end: float) -> None:
     """Simulate to t_end and print each flexible body's largest deformation against the limit."""
-    import warnings
-
     from .simulate import simulate
     from .validity import ROTATION_LIMIT, LargeDeflectionWarning, largest_deflections
 

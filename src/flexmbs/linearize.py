@@ -58,11 +58,14 @@ from .model.elements import Drive, Model, Profile
 from .signals import tip_marker
 from .names import lookup
 from .so3 import quat_from_rotvec, quat_mul, right_jacobian_inv, rotvec_from_quat
-from .system import System, state_scales
+from .system import System, model_argument, state_scales
 
 __all__ = ["LinearSystem", "ModesResult", "equilibrium", "linearize", "modes"]
 
 _FD = np.finfo(float).eps ** (1.0 / 3.0)
+# equilibrium's Newton: a tolerance double precision can meet, up to 1 (the whole first residual)
+_TOL_RANGE = (1e-15, 1.0)
+_MAX_ITER = 1000
 
 
 # --------------------------------------------------------------------------- coordinates
@@ -319,8 +322,7 @@ def _system_of(model_or_system: Model | System, spin: Mapping[str, float] | None
         raise ValueError(f"{where}: spin = {spin!r}: expected a mapping {{joint name: rate}}")
     for jn, rate in (spin or {}).items():
         args.number(where, f"spin[{jn!r}]", rate, "finite", "rad/s or m/s")
-    if not isinstance(model_or_system, (Model, System)):
-        raise ValueError(f"{where}: expected a Model or a compiled System, got {type(model_or_system).__name__}")
+    model_or_system = model_argument(where, model_or_system)
     if not spin:
         return model_or_system if isinstance(model_or_system, System) else compile_model(model_or_system)
     base = model_or_system.model if isinstance(model_or_system, System) else model_or_system
@@ -401,10 +403,13 @@ def _jacobian(f, n_out: int, z0: np.ndarray, steps: np.ndarray) -> np.ndarray:
 
 @dataclass
 class LinearSystem:
-    """xdot = A x + B u, y = C x + D u about the reference (t, x0, u0) with outputs y0 there.
+    """xdot = xdot0 + A x + B u, y = y0 + C x + D u about the reference (t, x0, u0), x and u
+    the deviations from it.
 
     States are the free minimal coordinates (positions then velocities, see the module notes);
-    x0 is the full reference state [q; u] of the System, u0 the reference inputs.
+    x0 is the full reference state [q; u] of the System, u0 the reference inputs; xdot0 the
+    state derivative at the reference, zero at an equilibrium (its velocity half is the residual
+    acceleration [rad/s2, m/s2] of each free coordinate otherwise).
     """
 
     A: np.ndarray
@@ -418,6 +423,16 @@ class LinearSystem:
     x0: np.ndarray = field(default_factory=lambda: np.zeros(0))
     u0: np.ndarray = field(default_factory=lambda: np.zeros(0))
     y0: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    xdot0: np.ndarray = field(default_factory=lambda: np.zeros(0))
+
+    def residual_acceleration(self) -> tuple[float, str]:
+        """The largest residual acceleration of a free coordinate at the reference [rad/s2 or
+        m/s2] and the name of that coordinate's position state ('' when there is none)."""
+        n = self.A.shape[0] // 2
+        if n == 0 or self.xdot0.size != 2 * n:
+            return 0.0, ""
+        k = int(np.argmax(np.abs(self.xdot0[n:])))
+        return float(abs(self.xdot0[n + k])), self.state_names[k]
 
     def eigs(self) -> np.ndarray:
         """Eigenvalues of A [1/s], sorted by magnitude then by imaginary part."""
@@ -458,7 +473,7 @@ class LinearSystem:
         index = {n: i for i, n in enumerate(self.input_names)}
         cols = [lookup(index, n, "input") for n in inputs]
         return LinearSystem(self.A, self.B[:, cols], self.C, self.D[:, cols], list(self.state_names), list(inputs),
-                            list(self.output_names), self.t, self.x0, self.u0[cols], self.y0)
+                            list(self.output_names), self.t, self.x0, self.u0[cols], self.y0, self.xdot0)
 
     def to_control(self):
         """python-control StateSpace (A, B, C, D) with the states, inputs and outputs named by
@@ -472,10 +487,10 @@ class LinearSystem:
 
     def save(self, path: str) -> None:
         """Write A, B, C, D, the names (state_names, input_names, output_names) and the
-        reference (t, x0, u0, y0) to a .npz (numpy) or .mat (MATLAB, scipy.io.savemat: the
+        reference (t, x0, u0, y0, xdot0) to a .npz (numpy) or .mat (MATLAB, scipy.io.savemat: the
         names as cell arrays of strings) file, chosen by the suffix."""
         data = {"A": self.A, "B": self.B, "C": self.C, "D": self.D, "t": self.t, "x0": self.x0, "u0": self.u0,
-                "y0": self.y0, "state_names": np.array(self.state_names, dtype=object),
+                "y0": self.y0, "xdot0": self.xdot0, "state_names": np.array(self.state_names, dtype=object),
                 "input_names": np.array(self.input_names, dtype=object),
                 "output_names": np.array(self.output_names, dtype=object)}
         if str(path).endswith(".mat"):
@@ -492,7 +507,8 @@ def linearize(model_or_system: Model | System, *, t: float = 0.0, x: np.ndarray 
               spin: Mapping[str, float] | None = None) -> LinearSystem:
     """Linearize xdot = f(t, x, u) about (t, x, u) by central finite differences.
 
-    model_or_system: a Model (compiled here) or a System. x: full state [q; u] of the System
+    model_or_system: a Model (compiled here), a System, or a model file path or shipped model
+    name. x: full state [q; u] of the System
     (default its initial state; motion-driven entries are replaced by their profile at t).
     inputs: {name: value} over the input defaults, or an array of all inputs. outputs: signal names
     (default every free joint coordinate). Returns a LinearSystem in the free minimal coordinates;
@@ -517,7 +533,7 @@ def linearize(model_or_system: Model | System, *, t: float = 0.0, x: np.ndarray 
                    _FD * np.maximum(1.0, np.abs(u_ref[:nu])))
     return LinearSystem(A=JX[:nz], B=JU[:nz], C=JX[nz:], D=JU[nz:], state_names=coords.state_names,
                         input_names=list(system.inputs), output_names=outputs, t=float(t), x0=x0,
-                        u0=u_ref[:nu].copy(), y0=F0[nz:])
+                        u0=u_ref[:nu].copy(), y0=F0[nz:], xdot0=F0[:nz])
 
 
 # --------------------------------------------------------------------------- equilibrium
@@ -535,12 +551,13 @@ def equilibrium(model_or_system: Model | System, *, spin: Mapping[str, float] | 
 
     Returns the full state [q; u] (length nq + nv of the System) at time t, with the prescribed
     coordinates at their profile values. tol: on the Newton step in units of the state scales,
-    or on the residual relative to the first one. Raises RuntimeError when Newton fails.
+    or on the residual relative to the first one, within [1e-15, 1]; max_iter at most 1000.
+    model_or_system as for linearize. Raises RuntimeError when Newton fails.
     """
     where = "equilibrium"
-    args.number(where, "tol", tol, "positive")
+    args.within(where, "tol", tol, *_TOL_RANGE)
     args.number(where, "t", t, "finite", "s")
-    args.integer(where, "max_iter", max_iter, 1)
+    args.integer(where, "max_iter", max_iter, 1, _MAX_ITER, " (Newton converges in a few; more means it will not)")
     system = _system_of(model_or_system, spin, where)
     coords = _Coordinates(system)
     x = _reference_state(system, x_guess, where, "x_guess")
@@ -742,14 +759,17 @@ def _modal_pairs(lam: np.ndarray, vecs: np.ndarray, npos: int, zero_tol: float):
     return out
 
 
-def modes(model: Model | System, *, n: int | None = 6, spin: Mapping[str, float] | None = None,
+def modes(model: Model | System, *, n: int | None = None, spin: Mapping[str, float] | None = None,
           about: str = "equilibrium", x: np.ndarray | None = None, inputs=None,
           zero_tol: float | None = None) -> ModesResult:
     """Natural frequencies, damping ratios and mode shapes of the linearization about the static
     equilibrium (about="equilibrium", default; x is then the Newton guess) or the initial state
     (about="initial"; or x when given), with spin = {joint: rate} turning those joints at a constant
-    rate (see equilibrium). n: number of modes returned, lowest first (None: all); rigid-body modes
-    count. zero_tol [rad/s]: eigenvalues below it are zero modes (default 1e-5 max(1, max |lambda|)).
+    rate (see equilibrium). n: number of modes returned, lowest first (None, the default: all);
+    rigid-body modes count, and n is at most the number of free coordinates (one mode each; a
+    closed loop has fewer modes than that). zero_tol [rad/s]:
+    eigenvalues below it are zero modes (default 1e-5 max(1, max |lambda|)). model as for
+    linearize.
     """
     if about not in ("equilibrium", "initial"):
         raise ValueError(f"modes: about = {about!r}: expected 'equilibrium' or 'initial'")
@@ -757,6 +777,10 @@ def modes(model: Model | System, *, n: int | None = 6, spin: Mapping[str, float]
         args.integer("modes", "n", n, 1)
     args.optional_number("modes", "zero_tol", zero_tol, "non-negative", "rad/s")
     system = _system_of(model, spin, "modes")
+    if n is not None:
+        free = _Coordinates(system).npos
+        args.integer("modes", "n", n, 1, free, f" (the model has {free} free coordinates, at most one mode "
+                                               "each; n=None gives all)")
     if about == "equilibrium":
         x_ref = equilibrium(system, x_guess=x, inputs=inputs)
     else:

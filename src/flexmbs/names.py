@@ -15,9 +15,18 @@ def did_you_mean(name: str, choices: Iterable[str], n: int = 1) -> str:
     return f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
 
 
+def known(names: Iterable[str], kind: str, most: int = 40) -> str:
+    """'the <kind>s are: a, b, ...' (the first `most`, and how many more), or 'there are no <kind>s'."""
+    names = [str(n) for n in names]
+    if not names:
+        return f"there are no {kind}s"
+    more = f" and {len(names) - most} more" if len(names) > most else ""
+    return f"the {kind}s are: {', '.join(names[:most])}{more}"
+
+
 def lookup(table: Mapping[str, V], name: str, kind: str) -> V:
-    """table[name], or a KeyError naming the closest known names."""
+    """table[name], or a KeyError naming the closest known names and listing the known ones."""
     try:
         return table[name]
     except KeyError:
-        raise KeyError(f"no {kind} {name!r}{did_you_mean(name, table, n=3)}") from None
+        raise KeyError(f"no {kind} {name!r}{did_you_mean(name, table, n=3)}; {known(table, kind)}") from None

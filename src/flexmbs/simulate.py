@@ -14,8 +14,9 @@ from .names import lookup
 from .signals import Evaluator, output_width, signal_table
 from .solvers.stepper import Settings, SolverError, Stepper
 from .compile import compile_model
-from .system import System
+from .system import System, model_argument
 from .validity import warn_large_deflections
+from .warmup import prepare
 
 InputSpec = Union[None, Mapping[str, float], Callable[[float], Mapping[str, float]]]
 
@@ -158,33 +159,37 @@ def _check_arguments(t_end: float, method: Optional[str], step: Optional[float],
         raise ValueError(f"{where}: method = {method!r}: expected one of {', '.join(METHODS)}")
     for name, value in (("step", step), ("max_step", max_step), ("output_step", output_step)):
         args.optional_number(where, name, value, "positive", "s")
-    args.optional_number(where, "rtol", rtol, "positive")
-    args.optional_number(where, "atol", atol, "positive")
+    args.tolerances(where, rtol, atol)
     if inputs is not None and not callable(inputs) and not isinstance(inputs, Mapping):
         raise ValueError(f"{where}: inputs = {inputs!r}: expected a mapping {{input name: value}} or a "
                          "function of time returning one")
 
 
-def _check_effort(system: System, settings: Settings, t_end: float) -> None:
-    """Refuse a run whose number of integration steps would be impractical, with the estimate:
-    RK4 takes t_end / step steps; DOPRI5 needs h <= 3.3 / omega_max for stability (its stability
-    region reaches about 3.3 along the imaginary axis; Hairer & Wanner, Solving Ordinary
-    Differential Equations II, 2nd ed., Springer 1996, Sec. IV.2), so at least
-    t_end omega_max / 3.3 steps for the highest kept mode omega_max [rad/s]."""
+def step_rate(system: System, settings: Settings) -> tuple[float, str] | None:
+    """Integration steps per simulated second that a run will need at least, with the reason;
+    None where no bound is known (the implicit method, a rigid model under dopri5). RK4 takes
+    1 / step; DOPRI5 needs h <= 3.3 / omega_max for stability (its stability region reaches
+    about 3.3 along the imaginary axis; Hairer & Wanner, Solving Ordinary Differential Equations
+    II, 2nd ed., Springer 1996, Sec. IV.2), so omega_max / 3.3 for the highest kept mode
+    omega_max [rad/s]."""
     if settings.method == "rk4":
-        steps, why = t_end / settings.step, f"t_end / step = {t_end:.3g} / {settings.step:.3g}"
-    elif settings.method == "dopri5" and system.flex:
+        return 1.0 / settings.step, f"RK4 at step {settings.step:.3g} s"
+    if settings.method == "dopri5" and system.flex:
         name, d = max(system.flex.items(), key=lambda item: float(np.max(item[1].freqs, initial=0.0)))
         omega = float(np.max(d.freqs, initial=0.0))
-        steps = t_end * omega / 3.3
-        why = (f"the highest kept mode of body {name!r} at {omega / (2 * np.pi):.3g} Hz limits dopri5's "
-               f"step to about {3.3 / omega:.3g} s")
-    else:
-        return
-    if steps > args.STEP_BUDGET:
-        raise ValueError(f"simulate: about {steps:.3g} integration steps ({why}), beyond the budget of "
-                         f"{args.STEP_BUDGET:.3g}: keep fewer modes, check the body's dimensions and units, "
-                         "use method='implicit', or a shorter t_end")
+        return omega / 3.3, (f"the highest kept mode of body {name!r} at {omega / (2 * np.pi):.3g} Hz limits "
+                             f"dopri5's step to about {3.3 / omega:.3g} s")
+    return None
+
+
+def check_effort(where: str, system: System, settings: Settings, t_end: float) -> None:
+    """Refuse a run of t_end [s] whose number of integration steps (step_rate) would be
+    impractical (beyond arguments.STEP_BUDGET), with the estimate and what to change."""
+    rate = step_rate(system, settings)
+    if rate is not None and rate[0] * t_end > args.STEP_BUDGET:
+        raise ValueError(f"{where}: about {rate[0] * t_end:.3g} integration steps for {t_end:.3g} s ({rate[1]}), "
+                         f"beyond the budget of {args.STEP_BUDGET:.3g}: keep fewer modes, check the body's "
+                         "dimensions and units, use method='implicit', or a shorter t_end")
 
 
 def settings_of(model: Model, **overrides) -> Settings:
@@ -201,16 +206,19 @@ def simulate(model: Union[Model, System], t_end: float, *, method: Optional[str]
              inputs: InputSpec = None, x0: Optional[np.ndarray] = None, progress: bool = False) -> Result:
     """Simulate from t = 0 to t_end [s].
 
-    model: a Model (compiled here) or a compiled System. method/step/rtol/atol/max_step override
+    model: a Model (compiled here), a compiled System, or a model file path or shipped model
+    name (loaded and compiled here). method/step/rtol/atol/max_step override
     the model's solver settings. output_step [s]: sampling of the result (default the model's).
     inputs: {input name: value} held constant, or a function t -> dict sampled at each output
     time and held until the next (zero-order hold, as in co-simulation). x0: initial [q; u].
 
     Every argument is checked before the run: a ValueError names the argument and what was
-    expected (t_end >= 0, positive finite steps and tolerances, x0 of nq + nv finite values,
+    expected (t_end >= 0, positive finite steps, rtol and atol within their ranges
+    (arguments.tolerances), x0 of nq + nv finite values,
     finite inputs, a result within arguments.OUTPUT_BUDGET, at most arguments.STEP_BUDGET steps).
     """
     _check_arguments(t_end, method, step, rtol, atol, max_step, output_step, inputs)
+    model = model_argument("simulate", model)
     system = model if isinstance(model, System) else compile_model(model)
     mdl = system.model
     settings = settings_of(mdl, method=method, step=step, rtol=rtol, atol=atol, max_step=max_step)
@@ -223,7 +231,7 @@ def simulate(model: Union[Model, System], t_end: float, *, method: Optional[str]
     if isinstance(inputs, Mapping):
         _input_vector(system, inputs, 0.0)  # names and values (a function's: at each sample)
     if mdl.solver.formulation != "natural":
-        _check_effort(system, settings, t_end)
+        check_effort("simulate", system, settings, t_end)
     n_out = int(round(t_end / dt))
     t = np.linspace(0.0, n_out * dt, n_out + 1)
     if t[-1] < t_end - 1e-12:
@@ -237,6 +245,7 @@ def simulate(model: Union[Model, System], t_end: float, *, method: Optional[str]
     U = np.zeros((t.size, max(1, len(system.inputs))))
     X[0] = x
     U[0, :len(system.inputs)] = _input_vector(system, inputs, 0.0)
+    compile_time = prepare(system, settings, x, U[0], 0.0, progress)
     bar = None
     if progress:
         from tqdm import tqdm
@@ -246,7 +255,7 @@ def simulate(model: Union[Model, System], t_end: float, *, method: Optional[str]
     def stats() -> dict:
         return dict(method=settings.method, steps=stepper.nsteps, rejected=stepper.nrejected,
                     jacobians=stepper.njacobians, factorizations=stepper.nfactorizations,
-                    wall_time=_time.perf_counter() - wall)
+                    wall_time=_time.perf_counter() - wall, compile_time=compile_time)
 
     try:
         for k in range(1, t.size):

@@ -9,13 +9,14 @@ leaves, so a parent always precedes its children.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from .flex.invariants import FlexBodyData, body_size
 from .kernels.structs import SystemArrays, box, make_workspace, read_only
-from .model import Model
+from .model import Model, load_model
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,18 @@ class System:
         for state in (self.q0, self.u0, self.input_defaults):
             state.setflags(write=False)
         object.__setattr__(self, "_ref", None)
+
+
+def model_argument(where: str, value: object) -> Model | System:
+    """What a function of the API (`where`) was given as its model: a Model or a System as they
+    are, a model file path or a shipped model's name loaded (load_model); anything else a
+    TypeError naming the argument and what is accepted."""
+    if isinstance(value, (Model, System)):
+        return value
+    if isinstance(value, (str, os.PathLike)):
+        return load_model(value)
+    raise TypeError(f"{where}: model = {value!r} ({type(value).__name__}): expected a Model (flexmbs.load_model), "
+                    "a compiled System, a model file path or a shipped model's name")
 
 
 def state_scales(system: System) -> np.ndarray:

@@ -11,6 +11,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from ..flex.blas import one_blas_thread
 from ..flex.invariants import (FlexBodyData, beam_body, body_size, consistent_mass_matrix, points_mass_matrix,
                                rigid_mass_matrix, superelement_body)
 from ..flex.superelement import load_matrix_files, load_npz
@@ -29,10 +30,12 @@ class Bodies:
     fields: dict
 
 
+@one_blas_thread
 def flex_data(body: Body, interface: Sequence = ()) -> Optional[FlexBodyData]:
     """Modal data of a flexible body (None for rigid bodies). With interface modes on (the
     default), `interface` holds its interface points (model/interfaces.py interface_points:
-    beam stations [m], superelement nodes); none given, only the reference is held."""
+    beam stations [m], superelement nodes); none given, only the reference is held. Computed
+    on one BLAS thread (flex/blas.py): the same bits in every process."""
     points = list(interface) if body.interface_modes and body.type != "rigid" else None
     if body.type == "beam":
         tip_j = None if body.tip_inertia is None else inertia_matrix(body.tip_inertia)

@@ -3,6 +3,8 @@ the `flexmbs.commands` entry point (so the core never imports the FMU layer)."""
 
 from __future__ import annotations
 
+import functools
+import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -66,13 +68,29 @@ def _engine_options(command: Callable) -> Callable:
                              "local cluster; its workers must see the FMU folder at the same path.")(command)
 
 
+def _interruptible(rows: str) -> Callable[[Callable], Callable]:
+    """Ctrl-C during a study: one line saying where the finished rows are and how to go on, exit
+    status 130 (the rows written stay; a rerun resumes)."""
+    def wrap(command: Callable) -> Callable:
+        @functools.wraps(command)
+        def run(*args, **kwargs):
+            try:
+                return command(*args, **kwargs)
+            except KeyboardInterrupt:
+                click.echo(f"\ninterrupted: the finished runs are in {rows} of the output folder; run the same "
+                           "command again to resume", err=True)
+                sys.exit(130)
+        return run
+    return wrap
+
+
 def _prepare(spec_file: str, command: str, out_dir: str | None):
     from .sweep.spec import load_spec
 
     spec = load_spec(spec_file, command)
     if out_dir:
         spec.output = Path(out_dir)
-    for path in spec.study.build_missing():
+    for path in spec.built:
         click.echo(f"built {path}")
     return spec
 
@@ -80,6 +98,7 @@ def _prepare(spec_file: str, command: str, out_dir: str | None):
 @click.command("sweep")
 @click.argument("spec_file", metavar="SPEC.yaml", type=click.Path(exists=True, dir_okay=False))
 @_engine_options
+@_interruptible("rows.csv")
 @_user_errors
 def sweep_command(spec_file: str, scheduler: str | None, workers: int | None, out_dir: str | None,
                   progress: bool) -> None:
@@ -121,6 +140,7 @@ def sweep_command(spec_file: str, scheduler: str | None, workers: int | None, ou
 @click.command("tune")
 @click.argument("spec_file", metavar="SPEC.yaml", type=click.Path(exists=True, dir_okay=False))
 @_engine_options
+@_interruptible("tune_rows.csv")
 @_user_errors
 def tune_command(spec_file: str, scheduler: str | None, workers: int | None, out_dir: str | None,
                  progress: bool) -> None:

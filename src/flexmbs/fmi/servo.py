@@ -66,7 +66,7 @@ class ServoDesign:
 
     model: Path
     axes: list[Axis]
-    plant: dict[str, float] = field(default_factory=dict)
+    plant: dict[str, float | str] = field(default_factory=dict)
     vibration: list[str] = field(default_factory=list)
     t_start: float = 0.2
     duration: float = 1.0
@@ -74,7 +74,7 @@ class ServoDesign:
     step_size: float = 1e-3
     gauss_seidel: bool = True
 
-    def plant_parameters(self) -> dict[str, float]:
+    def plant_parameters(self) -> dict[str, float | str]:
         p = dict(self.plant)
         for a in self.axes:
             p[f"{a.joint}.q0"] = a.move[0]

@@ -31,6 +31,21 @@ def _cycloid(s):
 
 
 @njit(**KERNEL)
+def _segment(tab_t, ntab, t):
+    """The spline segment k with tab_t[k] < t <= tab_t[k + 1], for tab_t[0] < t < tab_t[ntab - 1]
+    (what searchsorted(tab_t[:ntab], t) - 1 gives, by bisection: numba's searchsorted of a scalar
+    allocates before version 0.60, and these kernels run without numba's runtime)."""
+    lo, hi = 0, ntab - 1
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if tab_t[mid] < t:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+@njit(**KERNEL)
 def evaluate(code, par, tab_t, tab_c, ntab, inputs, t):
     """Return (q, qd, qdd) of one profile at time t [s]."""
     if code == CONSTANT:
@@ -57,7 +72,7 @@ def evaluate(code, par, tab_t, tab_c, ntab, inputs, t):
             return tab_c[0, 0], 0.0, 0.0
         if t >= tab_t[ntab - 1]:
             return tab_c[ntab - 1, 0], 0.0, 0.0
-        k = np.searchsorted(tab_t[:ntab], t) - 1
+        k = _segment(tab_t, ntab, t)
         s = t - tab_t[k]
         c0, c1, c2, c3 = tab_c[k, 0], tab_c[k, 1], tab_c[k, 2], tab_c[k, 3]
         return c0 + s * (c1 + s * (c2 + s * c3)), c1 + s * (2.0 * c2 + 3.0 * s * c3), 2.0 * c2 + 6.0 * s * c3

@@ -299,12 +299,20 @@ class Sensor:
     direction: Sequence[float] = (1.0, 0.0, 0.0)
 
 
+# Tolerances that can mean something. rtol: below 1e-14 no double-precision run meets it (the
+# steps shrink until the solver gives up); above 1 (100 %) the error control is off. atol is in
+# the units of each state (rad, m, rad/s, m/s; modal coordinates by their scale): up to 1.
+RTOL_RANGE = (1e-14, 1.0)
+ATOL_MAX = 1.0
+
+
 @dataclass
 class Solver:
     """method: rk4 (fixed step h [s], warns past its stability bound), dopri5 (adaptive,
     rtol/atol), implicit (adaptive L-stable Rosenbrock-W ROS34PW2 reusing its Jacobian and LU
     factors, for stiff flexible models). max_step [s] bounds the internal
-    step of the adaptive methods; output_step [s] is the sampling of results. formulation: joint
+    step of the adaptive methods; output_step [s] is the sampling of results. rtol within
+    RTOL_RANGE, atol (None: rtol times each state's scale) at most ATOL_MAX. formulation: joint
     (minimal coordinates, the default, also in FMUs) or natural (rigid mechanisms only: points
     and unit vectors with a constant mass matrix, flexmbs.natural; a cross-check in simulate).
     dynamics: how joint-coordinate forward dynamics is solved: recursive (articulated-body

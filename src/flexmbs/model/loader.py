@@ -33,10 +33,13 @@ def load_model(path: Union[str, os.PathLike], *, allow_outside: bool = False) ->
     be the name of a shipped model (`flexmbs models` lists them), e.g. "huang_two_link".
 
     Data files the model names (superelement matrices) must lie inside the model file's folder
-    (symbolic links resolved) unless `allow_outside` is true. The file must be a regular file
-    within the limits of `FILE_LIMITS` (size, nesting depth, scalar length, alias expansion)."""
+    (symbolic links resolved) unless `allow_outside` is true, and so must the model file itself
+    when `path` is a symbolic link. The file must be a regular file within the limits of
+    `FILE_LIMITS` (size, nesting depth, scalar length, alias expansion)."""
     path = resolve(path)
     source = str(path)
+    if not allow_outside:
+        _inside_its_folder(path, source)
     report = Report(source)
     data = _parse(_read_text(path, source), source, report)
     return _build(data, source, report, allow_outside)
@@ -76,6 +79,17 @@ FILE_LIMITS = Limits()
 
 def _fail(source: str, message: str, line: Optional[int] = None) -> ModelError:
     return ModelError([Issue("", message, source, line)])
+
+
+def _inside_its_folder(path: Path, source: str) -> None:
+    """Refuse a model path that is a symbolic link to a file outside the link's own folder, as a
+    data file outside the model's folder is refused: a model path from elsewhere must not make
+    flexmbs read (and quote in its errors) an arbitrary file."""
+    real, home = os.path.realpath(path), os.path.realpath(path.parent)
+    if os.path.commonpath([real, home]) != home:
+        raise _fail(source, f"the model path is a symbolic link to {real}, outside its folder {home}; give "
+                            "the file's own path, or allow files elsewhere (load_model(..., allow_outside=True), "
+                            "flexmbs --allow-outside-data)")
 
 
 def _read_text(path: Path, source: str) -> str:

@@ -16,8 +16,8 @@ from typing import Any, Iterable, Optional, Sequence, get_args, get_type_hints
 
 import numpy as np
 
-from .elements import (GROUND, SUPERELEMENT_FILES, Body, Damping, Drive, Export, Joint, Load, Loops, Marker, Material,
-                       Model, Parameter, Profile, Section, Sensor, Solver, Spring, inertia_matrix)
+from .elements import (ATOL_MAX, GROUND, RTOL_RANGE, SUPERELEMENT_FILES, Body, Damping, Drive, Export, Joint, Load, Loops,
+                       Marker, Material, Model, Parameter, Profile, Section, Sensor, Solver, Spring, inertia_matrix)
 from .errors import Loc, Report, show, unknown
 from .paths import PathError, get_value, unit_of
 from .tables import CUT_TYPES, JOINTS, PROFILES, SECTIONS, section_properties
@@ -663,8 +663,12 @@ class _Checker:
         self.choice(loc + ("formulation",), s.formulation, _choices(Solver, "formulation"))
         self.choice(loc + ("dynamics",), s.dynamics, _choices(Solver, "dynamics"))
         self.numbers(loc, s, ("step", "rtol", "max_step", "output_step"), "positive")
-        if s.atol is not None:
-            self.number(loc + ("atol",), s.atol, "positive")
+        if _accepts(s.rtol, "positive") and not RTOL_RANGE[0] <= s.rtol <= RTOL_RANGE[1]:
+            self.add(loc + ("rtol",), f"expected a tolerance from {RTOL_RANGE[0]:g} (what double precision "
+                                      f"can meet) to {RTOL_RANGE[1]:g} (100 %), got {show(s.rtol)}")
+        if s.atol is not None and self.number(loc + ("atol",), s.atol, "positive") and s.atol > ATOL_MAX:
+            self.add(loc + ("atol",), f"expected at most {ATOL_MAX:g} (in the units of each state: rad, m, "
+                                      f"rad/s, m/s), got {show(s.atol)}")
 
     def export(self, loc: Loc, e: Export) -> None:
         model_sound = not self.report.has_issues

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..arguments import number, optional_number
+from ..arguments import number, tolerances
 from ..loops import TOL as LOOP_TOL
 from ..loops import Loops, free_columns, project_positions, project_velocities
 from ..model.elements import METHODS
@@ -73,13 +73,14 @@ class Settings:
     max_step: float = 1e-2
 
     def check(self, where: str = "solver settings") -> None:
-        """Raise ValueError naming the first invalid setting (a method not in METHODS, a step,
-        rtol, max_step that is not a positive finite number, an atol that is given but not)."""
+        """Raise ValueError naming the first invalid setting (a method not in METHODS, a step or
+        max_step that is not a positive finite number, rtol or atol out of their ranges:
+        arguments.tolerances)."""
         if self.method not in METHODS:
             raise ValueError(f"{where}: method = {self.method!r}: expected one of {', '.join(METHODS)}")
         number(where, "step", self.step, "positive", "s")
         number(where, "rtol", self.rtol, "positive")
-        optional_number(where, "atol", self.atol, "positive")
+        tolerances(where, self.rtol, self.atol)
         number(where, "max_step", self.max_step, "positive", "s")
 
 

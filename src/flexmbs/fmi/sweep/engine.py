@@ -20,12 +20,15 @@ row by row to a table on disk.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import hashlib
 import json
 import logging
+import signal
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -228,8 +231,9 @@ class Engine:
         if scheduler:
             self.client = Client(scheduler)
         else:
-            self.cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                        dashboard_address=":0")
+            with _workers_ignore_ctrl_c():
+                self.cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                            dashboard_address=":0")
             self.client = Client(self.cluster)
 
     def close(self) -> None:
@@ -244,10 +248,31 @@ class Engine:
         self.close()
 
 
+@contextlib.contextmanager
+def _workers_ignore_ctrl_c():
+    """Start processes that ignore SIGINT (they inherit the ignored disposition, and Python keeps
+    it): Ctrl-C in a terminal reaches the whole process group, and the workers would each print a
+    traceback; the client alone stops the study, and closing the cluster ends them."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
+class RowsRepairedWarning(UserWarning):
+    """A table of rows was repaired when it was opened (its cut-short last line dropped)."""
+
+
 class Table:
     """The rows of a sweep as a CSV file, appended row by row (flushed), with a fixed header:
     `key`, `run` (position in the design), the parameters, the metrics, `status`, `message`,
-    `wall_s`. Floats are written by repr, so they read back bit-identical."""
+    `wall_s`. Floats are written by repr, so they read back bit-identical. A last line cut
+    short (a crash while it was written) is dropped when the table is opened, with a warning
+    naming the file: that run is then run again."""
 
     def __init__(self, path: str | Path, parameters: Sequence[str], metrics: Sequence[str]) -> None:
         self.path = Path(path)
@@ -258,10 +283,27 @@ class Table:
             if found != self.header:
                 raise ValueError(f"{self.path}: its columns ({', '.join(found)}) are not this study's "
                                  f"({', '.join(self.header)}); write to another output folder")
+            self._drop_partial_last_line()
         else:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with self.path.open("w", newline="") as f:
                 csv.writer(f).writerow(self.header)
+
+    def _drop_partial_last_line(self) -> None:
+        """Cut the file back to its last complete row when its last line is incomplete (no line
+        end, or fewer fields than the header)."""
+        data = self.path.read_bytes()
+        body = data.rstrip(b"\r\n")
+        start = body.rfind(b"\n") + 1
+        last = body[start:].decode("utf-8", errors="replace")
+        complete = data.endswith(b"\n") and len(next(csv.reader([last]), [])) == len(self.header)
+        if complete or start == 0:
+            return
+        with self.path.open("r+b") as f:
+            f.truncate(start)
+        warnings.warn(f"{self.path}: its last line was cut short ({len(data) - start} bytes, a run interrupted "
+                      "while it was written); it was dropped and that run will be run again", RowsRepairedWarning,
+                      stacklevel=3)
 
     def rows(self) -> dict[str, dict[str, object]]:
         """The rows on disk by key (the last one of a key wins), values as read (str)."""

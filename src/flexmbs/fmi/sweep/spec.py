@@ -51,6 +51,45 @@ def _floats(where: str, value: Any) -> dict[str, float]:
     return {str(k): _float(f"{where}.{k}", v) for k, v in value.items()}
 
 
+def _plant_values(where: str, value: Any) -> dict[str, float | str]:
+    """Plant FMU parameters: numbers, and words for its String parameters (solver.method);
+    checked against the FMU's variables by _check_plant once the FMU exists."""
+    value = _keys(where, value or {}, (), tuple(value or {}))
+    out: dict[str, float | str] = {}
+    for k, v in value.items():
+        if isinstance(v, str) and not _is_number(v):
+            out[str(k)] = v
+        else:
+            out[str(k)] = _float(f"{where}.{k}", v)
+    return out
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _check_plant(where: str, study: Study) -> None:
+    """Every plant value names a parameter of the plant FMU and has its type (a word for a String
+    parameter, a number for a Real one)."""
+    from fmpy import read_model_description
+
+    plant = study.assembly().elements[0]
+    variables = {v.name: v for v in read_model_description(str(plant.fmu), validate=False).modelVariables}
+    params = [n for n, v in variables.items() if v.causality == "parameter"]
+    for name, value in study.design.plant.items():
+        v = variables.get(name)
+        if v is None or v.causality != "parameter":
+            raise SpecError(f"{where}.{name}: not a parameter of the plant FMU {plant.fmu.name}"
+                            f"{did_you_mean(name, params)}; its parameters: {', '.join(params)}")
+        if (v.type == "String") != isinstance(value, str):
+            raise SpecError(f"{where}.{name} = {value!r}: expected {'a word' if v.type == 'String' else 'a number'} "
+                            f"({v.description})")
+
+
 @dataclass
 class Plots:
     """What the sweep plots: a metric map over two parameters, the metrics' distributions, and
@@ -65,7 +104,7 @@ class Plots:
 @dataclass
 class Spec:
     """A parsed spec: the study, its design's parameter sets (sweep) or the tuning problem
-    (tune), the output folder, the plots."""
+    (tune), the output folder, the plots, and the FMUs built while reading it."""
 
     path: Path
     study: Study
@@ -75,6 +114,7 @@ class Spec:
     gains: list[Gain] = field(default_factory=list)
     start: dict[str, float] = field(default_factory=dict)
     tune: dict[str, Any] = field(default_factory=dict)
+    built: list[Path] = field(default_factory=list)
 
 
 def _servo(where: str, value: Any, base: Path) -> tuple[ServoDesign, Path, float]:
@@ -100,7 +140,7 @@ def _servo(where: str, value: Any, base: Path) -> tuple[ServoDesign, Path, float
     if not isinstance(vibration, Sequence) or isinstance(vibration, str):
         raise SpecError(f"{where}.vibration = {vibration!r}: expected a list of plant output names")
     times = {k: _float(f"{where}.{k}", s[k]) for k in ("t_start", "duration", "stop_time", "step_size") if k in s}
-    design = ServoDesign(model_path, axes, _floats(f"{where}.plant", s.get("plant")), [str(v) for v in vibration],
+    design = ServoDesign(model_path, axes, _plant_values(f"{where}.plant", s.get("plant")), [str(v) for v in vibration],
                          **times)
     return design, (base / str(s.get("fmus", "fmus"))).resolve(), _float(f"{where}.band", s.get("band", 0.02))
 
@@ -119,7 +159,9 @@ def _design(where: str, value: Any, nominal: Mapping[str, float]) -> list[dict[s
 
 
 def load_spec(path: str | Path, command: str) -> Spec:
-    """Read a spec for `command` (sweep or tune)."""
+    """Read a spec for `command` (sweep or tune). The FMUs of its servo system that are not in its
+    FMU folder yet are built first (Spec.built), since the design's nominal values come from
+    them."""
     path = Path(path)
     try:
         raw = yaml.safe_load(path.read_text())
@@ -130,7 +172,9 @@ def load_spec(path: str | Path, command: str) -> Spec:
     base = path.resolve().parent
     design, fmu_dir, band = _servo(f"{path}: servo", raw["servo"], base)
     study = Study(design, fmu_dir, band)
-    spec = Spec(path, study, (base / str(raw.get("output", f"out/{path.stem}"))).resolve())
+    built = study.build_missing()
+    _check_plant(f"{path}: servo.plant", study)
+    spec = Spec(path, study, (base / str(raw.get("output", f"out/{path.stem}"))).resolve(), built=built)
     nominal = study.nominal()
     if command == "sweep":
         spec.sets = _design(f"{path}: design", raw["design"], nominal)

@@ -1,0 +1,95 @@
+"""The numba kernels a run needs, compiled (or loaded from the cache) before the run starts, so
+that compile time is said as such and never counted as integration time, in a real-time factor
+or in a progress bar's estimate.
+
+numba compiles a kernel at its first call. Loading compiled kernels from the cache takes well
+under NOTICE_AFTER seconds, compiling them minutes: when preparing lasts longer than that, a
+line on the `flexmbs` logger says so (and, with `progress`, a bar counts the seconds against the
+time the last compile of the same kind took on this machine, kept in the cache folder).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from ._cache import numba_cache_folder
+from .signals import Evaluator, output_width
+from .solvers.stepper import Settings, StabilityWarning, Stepper
+from .system import System
+
+NOTICE_AFTER = 2.0   # [s] preparing longer than this is compiling
+_LOG = logging.getLogger("flexmbs")
+
+
+def _record() -> Path:
+    return numba_cache_folder() / "compile_times.json"
+
+
+def _last_compile(kind: str) -> float | None:
+    """Seconds the last compile of `kind` took on this machine, if one was recorded."""
+    try:
+        return float(json.loads(_record().read_text())[kind])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _remember(kind: str, seconds: float) -> None:
+    try:
+        data = json.loads(_record().read_text()) if _record().is_file() else {}
+        data[kind] = round(seconds, 1)
+        _record().write_text(json.dumps(data))
+    except (OSError, ValueError):
+        pass   # a missing estimate next time is all that is lost
+
+
+def _notice(kind: str, done: threading.Event, progress: bool) -> None:
+    """After NOTICE_AFTER seconds without `done`: say that kernels are compiling (with the
+    time the last compile of `kind` took here), then count the seconds while it lasts."""
+    if done.wait(NOTICE_AFTER):
+        return
+    last = _last_compile(kind)
+    about = f"about {last:.0f} s the last time on this machine" if last else "a few minutes on two cores"
+    _LOG.warning("compiling the numba kernels for a %s run (once per machine and flexmbs version; %s)", kind, about)
+    if not progress:
+        done.wait()
+        return
+    from tqdm import tqdm
+
+    with tqdm(total=round(last) if last else None, desc="compiling kernels", unit="s", initial=round(NOTICE_AFTER),
+              bar_format="{desc}: {n_fmt}{total_fmt} s elapsed" if not last else None) as bar:
+        while not done.wait(1.0):
+            bar.update(1)
+
+
+def prepare(system: System, settings: Settings, x: np.ndarray, inputs: np.ndarray, t: float = 0.0,
+            progress: bool = False) -> float:
+    """Compile or load every kernel a run of `system` with `settings` calls (the integrator
+    entered for a zero-length step, the outputs evaluated once), on throwaway copies: nothing of
+    the caller's changes. Returns the seconds it took (compiling, when above NOTICE_AFTER)."""
+    kind = f"{settings.method}{' loop' if system.model.loops.cuts else ''}"
+    done = threading.Event()
+    watcher = threading.Thread(target=_notice, args=(kind, done, progress), daemon=True)
+    start = time.perf_counter()
+    watcher.start()
+    try:
+        stepper = Stepper(system, settings)
+        with warnings.catch_warnings():   # RK4's stability check warns in the run itself
+            warnings.simplefilter("ignore", StabilityWarning)
+            stepper.advance(t, x.copy(), t, inputs)
+        y = np.zeros((1, output_width(system)))
+        Evaluator(system, stepper.W).evaluate(np.array([t]), x[None, :].copy(), inputs[None, :], y)
+    finally:
+        done.set()
+        watcher.join()
+    seconds = time.perf_counter() - start
+    if seconds > NOTICE_AFTER:
+        _remember(kind, seconds)
+        _LOG.warning("compiled the numba kernels in %.0f s; they are cached for later runs", seconds)
+    return seconds

@@ -1,0 +1,69 @@
+"""Compile time is said as such and never counted as integration: `simulate` compiles (or loads)
+every kernel its run calls before the run starts, so the run itself adds no compiled signature
+to any kernel (counted in a fresh process, not timed), and a preparation that lasts says it is
+compiling."""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import flexmbs
+from flexmbs import warmup
+from flexmbs.simulate import settings_of
+
+COUNT = textwrap.dedent("""
+    import sys
+    import flexmbs
+    from numba.core.registry import CPUDispatcher
+
+    sim = sys.modules["flexmbs.simulate"]   # flexmbs.simulate is the function of that module
+
+    def signatures():
+        return {f"{m}.{k}": len(d.signatures) for m, mod in list(sys.modules.items()) if m.startswith("flexmbs")
+                for k, d in vars(mod).items() if isinstance(d, CPUDispatcher)}
+
+    after = {}
+    prepare = sim.prepare
+
+    def spy(*args, **kwargs):
+        seconds = prepare(*args, **kwargs)
+        after.update(signatures())
+        return seconds
+
+    sim.prepare = spy
+    model = flexmbs.load_model(sys.argv[1])
+    result = flexmbs.simulate(model, 0.05, method=sys.argv[2], output_step=0.01)
+    grown = {k: (after.get(k, 0), n) for k, n in signatures().items() if n != after.get(k, 0)}
+    print("prepared", sum(after.values()), "grown", grown, "compile_time", result.stats["compile_time"])
+""")
+
+
+@pytest.mark.parametrize("model, method", [("huang_two_link", "dopri5"), ("double_pendulum", "rk4"),
+                                           ("huang_two_link", "implicit"), ("four_bar", "dopri5")])
+def test_the_run_compiles_nothing_after_prepare(model: str, method: str) -> None:
+    run = subprocess.run([sys.executable, "-c", COUNT, model, method], capture_output=True, text=True, timeout=900)
+    assert run.returncode == 0, run.stderr
+    words = run.stdout.split()
+    assert int(words[1]) > 0, run.stdout                   # prepare did load or compile kernels
+    assert "grown {}" in run.stdout, run.stdout            # and the run added none
+
+
+def test_a_long_preparation_says_it_is_compiling(monkeypatch, caplog) -> None:
+    """Any preparation longer than NOTICE_AFTER is compiling (loading cached kernels takes less):
+    with the threshold at 0 s the notice names the kind of run; the caller's state is untouched."""
+    monkeypatch.setattr(warmup, "NOTICE_AFTER", 0.0)
+    system = flexmbs.compile_model(flexmbs.load_model("double_pendulum"))
+    settings = settings_of(system.model)
+    x = np.concatenate([system.q0, system.u0])
+    before = x.copy()
+    with caplog.at_level(logging.WARNING, logger="flexmbs"):
+        seconds = warmup.prepare(system, settings, x, system.input_defaults.copy())
+    assert seconds >= 0.0 and np.array_equal(x, before)
+    notice = [r.getMessage() for r in caplog.records if "compiling the numba kernels" in r.getMessage()]
+    assert notice and "rk4 run" in notice[0] and "once per machine" in notice[0], caplog.text
