@@ -16,7 +16,9 @@ from flexmbs.kernels import profiles as profile_kernel
 from flexmbs.model import (JOINTS, PROFILES, SECTIONS, Body, Damping, Drive, Issue, Joint, Load, Marker,
                            Material, Model, ModelError, Profile, Section, Sensor, Solver, Spring, load_model,
                            model_from_dict, rotation_matrix, validate)
-from flexmbs.model.validate import _BODY_FIELDS, _DRIVE_FIELDS, _LOAD_FIELDS
+from flexmbs.model.checks.bodies import _BODY_FIELDS
+from flexmbs.model.checks.joints import _DRIVE_FIELDS
+from flexmbs.model.checks.loads import _LOAD_FIELDS
 
 ARM = """\
 name: two_link_arm
