@@ -23,7 +23,7 @@ from numba import njit
 import flexmbs
 from flexmbs.kernels.dynamics import rhs
 from flexmbs.model import Body, Joint, Marker, Model
-from flexmbs.system import compile_model
+from flexmbs.compile import compile_model
 
 ROUTES = ("composite", "recursive")
 

@@ -63,7 +63,8 @@ from flexmbs.natural.kernels import make_work as natural_work  # noqa: E402
 from flexmbs.natural.run import initial_state as natural_initial_state  # noqa: E402
 from flexmbs.solvers.common import OK, f_eval  # noqa: E402
 from flexmbs.solvers.stepper import Settings, Stepper  # noqa: E402
-from flexmbs.system import System, compile_model  # noqa: E402
+from flexmbs.compile import compile_model  # noqa: E402
+from flexmbs.system import System  # noqa: E402
 
 CASES = ("double_pendulum", "chain_rhs", "spin_up", "huang_arm", "loops_chain")
 REFERENCE_FILE = HERE / "spin_up_reference_ws6.json"

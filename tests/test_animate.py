@@ -22,7 +22,7 @@ import pytest
 from click.testing import CliRunner
 
 import flexmbs
-from flexmbs.animate import MAX_FRAMES, animate, html, result_from_csv, scene_of
+from flexmbs.animate import MAX_FRAMES, animate, html, scene_of
 from flexmbs.cli import main
 from flexmbs.flex import sections
 from flexmbs.model.catalog import shipped_models
@@ -291,7 +291,7 @@ def test_frame_indices():
 def test_result_from_csv_gives_the_same_picture(huang, tmp_path):
     path = tmp_path / "run.csv"
     huang.to_csv(str(path))
-    back = result_from_csv(str(path), huang.system)
+    back = flexmbs.Result.from_csv(str(path), huang.system)
     a, b = scene_of(huang), scene_of(back)
     for x, y in zip(a.items, b.items):
         assert np.max(np.abs(x.at(slice(None)) - y.at(slice(None))), initial=0.0) < 1e-12
@@ -300,7 +300,7 @@ def test_result_from_csv_gives_the_same_picture(huang, tmp_path):
     from flexmbs.cli import _subset
     _subset(huang, ["tip.r[1]"]).to_csv(str(huang_subset))
     with pytest.raises(ValueError, match=r"shoulder\.q.*missing"):
-        result_from_csv(str(huang_subset), huang.system)
+        flexmbs.Result.from_csv(str(huang_subset), huang.system)
 
 
 def test_bad_requests_are_named(huang, tmp_path):

@@ -22,12 +22,12 @@ import pytest
 
 import flexmbs
 from flexmbs import ModelError, load_model
-from flexmbs.loops import AssemblyWarning
+from flexmbs.compile import AssemblyWarning
 from flexmbs.model import Body, Joint, Marker, Material, Model, Section, model_from_dict, validate
 from flexmbs.model.catalog import models_dir
 from flexmbs.model.loader import FILE_LIMITS
 from flexmbs.model.paths import set_value
-from flexmbs.system import compile_model
+from flexmbs.compile import compile_model
 
 MODELS = models_dir()
 HUANG = (MODELS / "huang_two_link.yaml").read_text()

@@ -16,7 +16,7 @@ from mechanisms import huang_arm
 
 
 # the kernels are compiled without numba's runtime and take no reference on the boxes: Python
-# calls them through functions compiled with it (rotations.JIT), as the package's entry points do
+# calls them through functions compiled with it (settings.JIT), as the package's entry points do
 @njit
 def body_terms(S, W, b, eta, etad, v, w, g, Mb, hb, Fb):
     body.body_terms(S, W, b, eta, etad, v, w, g, Mb, hb, Fb)

@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from flexmbs import ModelError, load_model
 from flexmbs.cli import main
 from flexmbs.model.catalog import shipped_models
-from flexmbs.system import compile_model
+from flexmbs.compile import compile_model
 
 from test_bad_input import HOSTILE, within
 

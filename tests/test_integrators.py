@@ -11,7 +11,7 @@ import flexmbs
 from flexmbs.model.loader import model_from_dict
 from flexmbs.simulate import simulate
 from flexmbs.solvers.stepper import Settings, StabilityWarning, Stepper
-from flexmbs.system import compile_model
+from flexmbs.compile import compile_model
 
 from mechanisms import compound_pendulum
 

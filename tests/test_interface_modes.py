@@ -10,12 +10,18 @@ import scipy.io
 import scipy.linalg
 
 import flexmbs
+from flexmbs.compile.bodies import flex_data as reduce_body
 from flexmbs.flex import Beam, beam_invariants, beam_matrices, craig_bampton, load_matrix_files, make_superelement
 from flexmbs.flex import rectangle, superelement_body
 from flexmbs.model import Body, Joint, Load, Marker, Material, Model, ModelError, Section, Sensor, model_from_dict
-from flexmbs.system import flex_data
+from flexmbs.model.interfaces import interface_points
 
 E, RHO = 7e10, 2700.0
+
+
+def flex_data(body: Body, model: Model):
+    """The modal data of `body` as compiled in `model` (its interface points from the model's joints and loads)."""
+    return reduce_body(body, interface_points(model, body))
 
 
 def _beam(n_el: int = 10, rotary_inertia: bool = False) -> Beam:

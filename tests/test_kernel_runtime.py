@@ -1,5 +1,5 @@
-"""The kernels run without numba's reference counting (rotations.KERNEL) and Python reaches
-them through entry points compiled with it (rotations.JIT): after every way the package calls
+"""The kernels run without numba's reference counting (settings.KERNEL) and Python reaches
+them through entry points compiled with it (settings.JIT): after every way the package calls
 the kernels, the System and Workspace boxes hold exactly the references Python holds, so a
 System that goes out of use is freed, and no call left a count behind."""
 
@@ -9,7 +9,7 @@ import flexmbs
 from flexmbs.linearize import linearize
 from flexmbs.scene import _kernel_poses
 from flexmbs.solvers.stepper import Settings, Stepper
-from flexmbs.system import compile_model
+from flexmbs.compile import compile_model
 
 
 def _counts(*boxes) -> list[int]:

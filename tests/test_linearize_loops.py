@@ -143,7 +143,7 @@ def test_mode_labels_of_a_cantilever_name_its_deformation_families() -> None:
     pi/(2L) sqrt(G J / (rho Ip)) and first axial pi/(2L) sqrt(E / rho). The torsion mode, which
     moves no node sideways, gets a finite state scale (its rotation times the length)."""
     from flexmbs.model import Body, Drive, Joint, Marker, Material, Model, Profile, Section
-    from flexmbs.solvers.stepper import state_scales
+    from flexmbs.system import state_scales
 
     L, E, G_, rho, w, h = 1.0, 2.0e11, 8.0e10, 7800.0, 0.02, 0.01
     beam = Body("beam", type="beam", length=L, elements=8, modes=24, material=Material(E=E, G=G_, rho=rho),

@@ -4,14 +4,17 @@ projection, assembly, redundant constraints) against closed-form kinematics and 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 
 import numpy as np
 import pytest
+from numba import njit
+from numba.core.errors import TypingError
 
 import flexmbs
 from flexmbs.model import Drive, ModelError, Profile
-from flexmbs.system import compile_model
+from flexmbs.compile import compile_model
 from flexmbs.model.catalog import models_dir
 
 MODELS = models_dir()
@@ -57,6 +60,25 @@ def test_assembly_finds_the_closed_pose_and_three_redundant_rows() -> None:
     rel = tip - np.array([D, 0.0])
     tip_v_rocker = u["rocker"] * np.array([-rel[1], rel[0]])
     assert np.allclose(tip_v_coupler, tip_v_rocker, atol=1e-10)
+
+
+def test_a_compiled_system_is_not_changed_afterwards() -> None:
+    """The System is built once, loop assembly and its report included: its arrays and initial
+    state are read-only in Python, and a kernel that wrote into them would not compile."""
+    system = compile_model(four_bar())
+    assert set(system.loop_corrections) == {"coupler_pin", "rocker"}   # the crank is held
+    for array in (system.q0, system.u0, system.input_defaults, system.arrays.Mc, system.arrays.cr_on):
+        with pytest.raises(ValueError, match="read-only"):
+            array[...] = 0
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        system.q0 = system.q0 + 1.0
+
+    @njit
+    def write(S):
+        S.Mc[0, 0, 0] = 1.0
+
+    with pytest.raises(TypingError):
+        write(system.ref)
 
 
 def test_four_bar_follows_freudenstein_over_a_full_crank_turn() -> None:

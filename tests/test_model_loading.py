@@ -11,11 +11,14 @@ from typing import get_args, get_type_hints
 import numpy as np
 import pytest
 
-from flexmbs.model import (JOINT_NQ, Body, Damping, Drive, Issue, Joint, Load, Marker, Material,
-                           Model, ModelError, Profile, Section, Sensor, Solver, Spring, load_model,
+from flexmbs.kernels import joints as joint_kernel
+from flexmbs.kernels import profiles as profile_kernel
+from flexmbs.model import (JOINTS, PROFILES, SECTIONS, Body, Damping, Drive, Issue, Joint, Load, Marker,
+                           Material, Model, ModelError, Profile, Section, Sensor, Solver, Spring, load_model,
                            model_from_dict, rotation_matrix, validate)
-from flexmbs.model.validate import (_BODY_FIELDS, _DRIVE_FIELDS, _LOAD_FIELDS, _PROFILE_FIELDS,
-                                    _SECTION_FIELDS)
+from flexmbs.model.checks.bodies import _BODY_FIELDS
+from flexmbs.model.checks.joints import _DRIVE_FIELDS
+from flexmbs.model.checks.loads import _LOAD_FIELDS
 
 ARM = """\
 name: two_link_arm
@@ -479,11 +482,18 @@ def test_model_from_dict_reports_without_lines() -> None:
 
 
 @pytest.mark.parametrize("cls, field, table", [
-    (Body, "type", _BODY_FIELDS), (Section, "shape", _SECTION_FIELDS), (Profile, "type", _PROFILE_FIELDS),
-    (Drive, "type", _DRIVE_FIELDS), (Load, "type", _LOAD_FIELDS), (Joint, "type", JOINT_NQ),
+    (Body, "type", _BODY_FIELDS), (Section, "shape", SECTIONS), (Profile, "type", PROFILES),
+    (Drive, "type", _DRIVE_FIELDS), (Load, "type", _LOAD_FIELDS), (Joint, "type", JOINTS),
 ])
 def test_validation_tables_cover_every_choice(cls: type, field: str, table: dict) -> None:
     assert set(table) == set(get_args(get_type_hints(cls)[field]))
+
+
+@pytest.mark.parametrize("table, kernel", [(JOINTS, joint_kernel), (PROFILES, profile_kernel)])
+def test_every_type_of_a_table_has_its_own_kernel_code(table: dict, kernel) -> None:
+    # a type added to the model's table without a kernel branch would compile to no code
+    assert set(kernel.CODE_OF) == set(table)
+    assert len(set(kernel.CODE_OF.values())) == len(table)
 
 
 def test_rotation_matrix_accepts_the_axis_angle_form(tmp_path: Path) -> None:

@@ -17,7 +17,8 @@ from flexmbs.kernels.structs import box, make_workspace
 from flexmbs.model import (Body, Damping, Drive, Joint, Load, Marker, Material, Model, Profile, Section,
                            Solver, Spring)
 from flexmbs.model import model_from_dict
-from flexmbs.system import LOOP_RECURSION_BODIES, compile_model
+from flexmbs.compile import compile_model
+from flexmbs.compile.loops import LOOP_RECURSION_BODIES
 
 from mechanisms import huang_arm, spin_up_beam
 from models import four_bar_chain

@@ -14,7 +14,7 @@ import pytest
 from fmpy import read_model_description
 
 from flexmbs.model import load_model
-from flexmbs.system import compile_model
+from flexmbs.compile import compile_model
 from flexmbs.fmi.cosim import CosimError, Master, algebraic_loop, max_difference
 from designs import huang_servo
 from flexmbs.fmi.servo import assembly, objective, reference, tune

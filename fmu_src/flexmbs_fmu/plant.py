@@ -16,12 +16,13 @@ from typing import Optional
 import numpy as np
 
 import flexmbs
+from flexmbs.compile import compile_model
 from flexmbs.model import METHODS, Model, ModelError, load_model
 from flexmbs.model.paths import set_value
 from flexmbs.signals import Evaluator, output_width, state_slots
 from flexmbs.simulate import settings_of
 from flexmbs.solvers.stepper import SolverError, Stepper
-from flexmbs.system import System, compile_model
+from flexmbs.system import System
 from flexmbs.warmup import prepare
 
 from pythonfmu.enums import Fmi2Status

@@ -13,7 +13,8 @@ _configure_numba_cache()
 from .model import ModelError, load_model, model_from_dict  # noqa: E402
 from .simulate import Result, simulate  # noqa: E402
 from .solvers.stepper import SolverError  # noqa: E402
-from .system import System, compile_model  # noqa: E402
+from .compile import compile_model  # noqa: E402
+from .system import System  # noqa: E402
 
 __all__ = ["ModelError", "Result", "SolverError", "System", "compile_model", "load_model",
            "model_from_dict", "simulate"]

@@ -29,14 +29,12 @@ from __future__ import annotations
 import base64
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional, Sequence
+from typing import Optional, Protocol, Sequence
 
 import numpy as np
 
 from .scene import BOX_TRIANGLES, Scene, Sweep, build_scene, frame_indices
-
-if TYPE_CHECKING:
-    from .simulate import Result
+from .system import System
 
 MAX_FRAMES = 400        # default cap on the samples an HTML page holds
 
@@ -45,18 +43,27 @@ _BEAM_COLORS = ("#d62728", "#9467bd", "#ff7f0e", "#2ca02c", "#17becf", "#e377c2"
 FORMATS = (".html", ".gif", ".mp4", ".png")
 
 
-def scene_of(result: "Result", frames: Optional[np.ndarray] = None, reference: str = "body") -> Scene:
+class Run(Protocol):
+    """What a picture needs of a run (a flexmbs.simulate.Result): its sample times [s], its states
+    [q; u] per sample and its compiled model (None when not known)."""
+
+    time: np.ndarray
+    states: np.ndarray
+    system: Optional[System]
+
+
+def scene_of(result: Run, frames: Optional[np.ndarray] = None, reference: str = "body") -> Scene:
     """The scene of a Result at the chosen sample indices (all by default); reference: what
     the deformation is measured from ('body' or 'chord', see flexmbs.scene.build_scene)."""
     system = getattr(result, "system", None)
     if system is None:
         raise ValueError("this Result carries no compiled model (it was built by hand or as a subset of "
-                         "signals): use the Result of flexmbs.simulate, or flexmbs.animate.result_from_csv")
+                         "signals): use the Result of flexmbs.simulate, or Result.from_csv")
     idx = np.arange(result.time.size) if frames is None else np.asarray(frames)
     return build_scene(system, result.time[idx], result.states[idx], reference)
 
 
-def animate(result: "Result", path: str, *, scale: float = 1.0, speed: float = 1.0, fps: float = 25.0,
+def animate(result: Run, path: str, *, scale: float = 1.0, speed: float = 1.0, fps: float = 25.0,
             max_frames: int = MAX_FRAMES, at: Optional[float] = None, title: str = "",
             reference: str = "body") -> Path:
     """Write an animation of `result` to path; the suffix chooses the format.
@@ -440,37 +447,3 @@ def movie(scene: Scene, path: str, fps: float = 25.0, scale: float = 1.0, title:
     anim = animation.FuncAnimation(fig, drawing.draw, frames=scene.time.size, blit=False)
     anim.save(path, writer=writer, dpi=100)
     plt.close(fig)
-
-
-# ------------------------------------------------------------------------------ results from CSV
-
-def result_from_csv(path: str, system) -> "Result":
-    """A Result (with its states) from a CSV written by Result.to_csv / `flexmbs simulate --out`
-    for the compiled model `system`. The position columns (joint q, quat, free-joint r, modal
-    eta) must all be there: they hold the pose; velocity columns are taken when present (they do
-    not change what is drawn; the modal rates, which have no column, are left at zero)."""
-    import csv
-
-    from .signals import signal_table
-    from .simulate import Result
-
-    with open(path, newline="") as f:
-        header = next(csv.reader(f), [])
-    names = [h.rsplit(" [", 1)[0] for h in header]
-    if not names or names[0] != "time":
-        raise ValueError(f"{path}: not a flexmbs result file (its first column must be 'time [s]')")
-    data = np.loadtxt(path, delimiter=",", skiprows=1, ndmin=2)
-    col = {n: i for i, n in enumerate(names)}
-    table = signal_table(system)
-    nq, nx = system.nq, system.nq + system.nv
-    missing = [s.name for s in table if s.index < nq and s.name not in col]
-    if missing:
-        raise ValueError(f"{path}: the position columns {', '.join(missing[:6])}{' ...' if len(missing) > 6 else ''} "
-                         f"of model {system.model.name} are missing (write the CSV without --signals)")
-    states = np.zeros((data.shape[0], nx))
-    for s in table:
-        if s.index < nx and s.name in col:
-            states[:, s.index] = data[:, col[s.name]]
-    signals = {n: data[:, i] for n, i in col.items() if n != "time"}
-    units = {s.name: s.unit for s in table}
-    return Result(data[:, 0], signals, {n: units.get(n, "") for n in signals}, {}, states, system=system)

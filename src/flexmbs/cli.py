@@ -26,14 +26,14 @@ import click
 import numpy as np
 
 from .animate import MAX_FRAMES
-from .model import JOINT_NQ, JOINT_NV, METHODS, ModelError, load_model
+from .model import JOINTS, METHODS, PROFILES, ModelError, load_model
 from .model.elements import Model, Profile
-from .model.validate import _PROFILE_FIELDS
 from .names import did_you_mean
 from .signals import signal_table
 from .simulate import Result, check_effort, settings_of, simulate, step_rate
 from .solvers.stepper import Settings, SolverError
-from .system import System, compile_model
+from .compile import compile_model
+from .system import System
 from .warmup import NOTICE_AFTER
 
 # Errors a user can cause; anything else is a bug and keeps its traceback.
@@ -141,7 +141,7 @@ def _profile_text(p: Optional[Profile]) -> str:
     if p is None:
         return "(no profile)"
     params = ", ".join(f"{k}={_fmt(v) if isinstance(v, float) else list(v)}"
-                       for k in _PROFILE_FIELDS.get(p.type, ()) for v in [getattr(p, k)])
+                       for k in (PROFILES[p.type].fields if p.type in PROFILES else ()) for v in [getattr(p, k)])
     return f"{p.type}({params})"
 
 
@@ -479,9 +479,9 @@ def check_command(model_file: str, t_end: Optional[float]) -> None:
     click.echo(f"joints ({len(system.joints)}):")
     for jn in system.joints:
         j = model.joint(jn)
-        nq, nv = JOINT_NQ[j.type], JOINT_NV[j.type]
+        nq, nv = JOINTS[j.type].nq, JOINTS[j.type].nv
         coords = f"{nq} coordinate{'s' if nq != 1 else ''}" if nq == nv else f"{nq} q / {nv} u"
-        axis = f", axis {list(j.axis)}" if j.type in ("revolute", "prismatic", "cylindrical", "universal", "planar") else ""
+        axis = f", axis {list(j.axis)}" if JOINTS[j.type].axes else ""
         click.echo(f"  {jn}: {j.type} {j.parent}.{j.parent_marker} -> {j.child}.{j.child_marker}, "
                    f"{coords}{axis}")
         details = [f"drive {_drive_text(system, model, jn)}"]
@@ -587,7 +587,7 @@ def animate_command(model_file: str, out_path: str, result_csv: Optional[str], t
                     inputs: Sequence[str], scale: float, reference: str, speed: float, fps: float,
                     max_frames: int, at_time: Optional[float], progress: bool) -> None:
     """Animate a run of MODEL in 3-D: simulate to --t-end (or read --result) and write -o."""
-    from .animate import FORMATS, animate, result_from_csv
+    from .animate import FORMATS, animate
     from .scene import frame_indices
 
     if not out_path.lower().endswith(FORMATS):
@@ -599,7 +599,7 @@ def animate_command(model_file: str, out_path: str, result_csv: Optional[str], t
         raise click.UsageError("--input applies to a simulation; --result replays a finished run")
     system = compile_model(load_model(model_file))
     if result_csv is not None:
-        result = result_from_csv(result_csv, system)
+        result = Result.from_csv(result_csv, system)
     else:
         result = simulate(system, t_end, inputs=_parse_pairs(inputs, "NAME=VALUE", "crank.tau=2", "--input") or None,
                           progress=progress)

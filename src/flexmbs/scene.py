@@ -17,10 +17,10 @@ from typing import Optional, Union
 
 import numpy as np
 
-from .flex.invariants import FlexBodyData
-from .model import inertia_matrix
+from .flex.invariants import FlexBodyData, body_size
+from .model import JOINTS, inertia_matrix
 from .model.elements import Section
-from .system import System, body_size
+from .system import System
 
 # The 12 triangles of a box whose 8 corners are numbered by bits (x, y, z) = (i & 1, i & 2, i & 4).
 BOX_TRIANGLES = np.array([
@@ -32,10 +32,6 @@ _CORNERS = np.array([[(i & 1) * 2 - 1, (i >> 1 & 1) * 2 - 1, (i >> 2 & 1) * 2 - 
 
 # vertices of a drawn circle (circle and tube sections)
 CIRCLE_VERTICES = 24
-
-# joint types drawn with their axis (the first axis, in the parent marker frame)
-_AXIS_JOINTS = ("revolute", "prismatic", "cylindrical", "universal")
-
 
 @dataclass(frozen=True)
 class Points:
@@ -368,7 +364,7 @@ def build_scene(system: System, time: np.ndarray, states: np.ndarray, reference:
                         tuple(name for name, *_ in joints)))
     ends, ends_def = [], []
     for (name, jtype, _, _, axis), k in zip(joints, jk):
-        if jtype not in _AXIS_JOINTS:
+        if not JOINTS[jtype].drawn_axis:    # its first axis, in the parent marker frame
             continue
         e = np.asarray(axis, float)
         e = 0.06 * size * mA[:, k] @ (e / np.linalg.norm(e))

@@ -16,7 +16,7 @@ import numpy as np
 
 from .gauges import gauge_signals, gauges
 from .kernels.outputs import sample, state_outputs
-from .loops import POSITION, ROWS
+from .model.tables import JOINTS, POSITION
 from .system import System
 
 # How an output depends on the inputs within one instant (FMI direct feedthrough).
@@ -39,7 +39,7 @@ class Signal:
 
 def joint_units(jtype: str, k: int) -> tuple[str, str]:
     """(position unit, torque unit) of coordinate k of a joint type."""
-    if jtype == "prismatic" or (jtype == "cylindrical" and k == 0) or (jtype == "planar" and k < 2):
+    if k in JOINTS[jtype].lengths:
         return "m", "N"
     return "rad", "N.m"
 
@@ -59,9 +59,9 @@ def signal_table(system: System) -> list[Signal]:
         j = system.model.joint(jn)
         q0, _ = system.joint_q[jn]
         u0, nvj = system.joint_u[jn]
-        if j.type in ("spherical", "free"):
-            k0 = 3 if j.type == "free" else 0
-            for i in range(3 if j.type == "free" else 0):
+        k0 = JOINTS[j.type].quaternion
+        if k0 is not None:
+            for i in range(k0):
                 put(f"{jn}.r[{i + 1}]", "m", f"joint {jn}: child position, component {i + 1} in the parent marker frame", q0 + i)
                 put(f"{jn}.v[{i + 1}]", "m/s", f"joint {jn}: child velocity, component {i + 1} in the parent marker frame", nq + u0 + i)
             for i in range(4):
@@ -170,7 +170,7 @@ class Evaluator:
         # per cut joint: its rows, and which are position rows
         self.cuts, r = [], 0
         for cut in system.model.loops.cuts:
-            kinds = np.array([kind for kind, _, _ in ROWS[cut.type]])
+            kinds = np.array([kind for kind, _, _ in JOINTS[cut.type].cut_rows])
             self.cuts.append((slice(r, r + kinds.size), kinds == POSITION))
             r += kinds.size
         self.gauges = gauges(system)  # strain gauges and section forces: rows times eta

@@ -13,7 +13,8 @@ from .model.elements import METHODS, Model
 from .names import lookup
 from .signals import Evaluator, output_width, signal_table
 from .solvers.stepper import Settings, SolverError, Stepper
-from .system import System, compile_model, model_argument
+from .compile import compile_model
+from .system import System, model_argument
 from .validity import warn_large_deflections
 from .warmup import prepare
 
@@ -53,6 +54,33 @@ class Result:
             # names like "tip.R[1,2]" hold commas: the csv module quotes them
             csv.writer(f).writerow(["time [s]"] + [f"{n} [{self.units.get(n, '')}]" for n in names])
             np.savetxt(f, data, delimiter=",")
+
+    @classmethod
+    def from_csv(cls, path: str, system: System) -> Result:
+        """A Result (with its states) from a CSV written by to_csv / `flexmbs simulate --out`
+        for the compiled model `system`. The position columns (joint q, quat, free-joint r, modal
+        eta) must all be there: they hold the pose; velocity columns are taken when present (they do
+        not change what is drawn; the modal rates, which have no column, are left at zero)."""
+        with open(path, newline="") as f:
+            header = next(csv.reader(f), [])
+        names = [h.rsplit(" [", 1)[0] for h in header]
+        if not names or names[0] != "time":
+            raise ValueError(f"{path}: not a flexmbs result file (its first column must be 'time [s]')")
+        data = np.loadtxt(path, delimiter=",", skiprows=1, ndmin=2)
+        col = {n: i for i, n in enumerate(names)}
+        table = signal_table(system)
+        nq, nx = system.nq, system.nq + system.nv
+        missing = [s.name for s in table if s.index < nq and s.name not in col]
+        if missing:
+            raise ValueError(f"{path}: the position columns {', '.join(missing[:6])}{' ...' if len(missing) > 6 else ''} "
+                             f"of model {system.model.name} are missing (write the CSV without --signals)")
+        states = np.zeros((data.shape[0], nx))
+        for s in table:
+            if s.index < nx and s.name in col:
+                states[:, s.index] = data[:, col[s.name]]
+        signals = {n: data[:, i] for n, i in col.items() if n != "time"}
+        units = {s.name: s.unit for s in table}
+        return cls(data[:, 0], signals, {n: units.get(n, "") for n in signals}, {}, states, system=system)
 
     def plot(self, path: Optional[str] = None, signals: Optional[Sequence[str]] = None, title: str = ""):
         """Plot the chosen signals (default: joint positions, tip deflections, energies), one

@@ -33,8 +33,8 @@ import flexmbs
 from flexmbs._cache import writable_cache
 from flexmbs.model import Model, load_model
 from flexmbs.model.catalog import resolve
-from flexmbs.model.validate import SUPERELEMENT_FILES
-from flexmbs.system import compile_model
+from flexmbs.model.elements import SUPERELEMENT_FILES
+from flexmbs.compile import compile_model
 
 from flexmbs_fmu import bundle
 from flexmbs_fmu.base import GuardedSlave

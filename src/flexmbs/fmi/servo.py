@@ -203,7 +203,7 @@ def first_design(design: ServoDesign, bandwidth: float, damping: float = 0.9) ->
     from flexmbs.linearize import linearize
     from flexmbs.model import load_model
     from flexmbs.model.paths import set_value
-    from flexmbs.system import compile_model
+    from flexmbs.compile import compile_model
 
     from flexmbs_fmu.interface import MODEL, plant_interface
 

@@ -35,7 +35,7 @@ from .joints import joint_kinematics
 from .kinematics import marker_local, marker_world
 from .loads import point_load, spring_damper_force
 from .linalg import chol_factor_n, chol_solve_n, fill1
-from .rotations import KERNEL
+from .settings import KERNEL
 
 
 @njit(**KERNEL)
@@ -92,185 +92,242 @@ def _kinematics_pass(S, W, q, u, udot):
     The child's motion is composed in the parent's axes from the parent's (v, w, a, al), the
     parent marker's elastic motion (kinematics.marker_local) and the joint's (joints.py), with
     the same terms as kinematics.forward (which the composite route uses in world axes)."""
-    parent, nm, eq, ev, ju, jnv, jq, drive, Mc = S.parent, S.nm, S.eq, S.ev, S.ju, S.jnv, S.jq, S.drive, S.Mc
-    mk_Psi, mk_s0, mk_R0, pmark, c_pos, c_R = S.mk_Psi, S.mk_s0, S.mk_R0, S.pmark, S.c_pos, S.c_R
-    jtype, axis1, axis2, gravity, Ke, De = S.jtype, S.axis1, S.axis2, S.gravity, S.Ke, S.De
-    A, r, v, w, a, al = W.A, W.r, W.v, W.w, W.a, W.al
-    P, Sc, cc, cb, Vb, IA, pA = W.ab_P, W.ab_S, W.ab_c, W.ab_cb, W.ab_Vb, W.ab_IA, W.ab_pA
-    E, Rc, RM, V = W.ab_E, W.ab_Rc, W.ab_RM, W.ab_V3
-    eta, etad, vb, wb, gb = W.ab_eta, W.ab_etad, W.ab_vb, W.ab_wb, W.ab_g
-    pJ, RJ, Sv, Sw, cw, R1, R2, bj = W.ab_p, W.ab_R, W.ab_Sv, W.ab_Sw, W.ab_cw, W.ab_R1, W.ab_R2, W.ab_bj
-    Mb, hb, Fb = W.ab_Mb, W.ab_hb, W.ab_Fb
-    nmax = eta.shape[0]
     for i in range(S.nb):
-        p = parent[i]
-        k = pmark[i]
-        n = nm[i]
-        m = 6 + n
-        # parent motion in its axes (the ground is at rest): a = cb + w x v
+        _parent_motion(S, W, i, q, u)
+        _joint_motion(S, W, i, q, u)
+        _child_motion(S, W, i)
+        _world_motion(S, W, i)
+        _tree_terms(S, W, i, q, u, udot)
+        _own_inertia(S, W, i)
+
+
+@njit(**KERNEL)
+def _parent_motion(S, W, i, q, u):
+    """Pass 1, body i: its parent's motion in the parent's axes (ab_V3 rows _VP, _WP, _AP, _ALP)
+    and the parent marker's elastic position, rotation and motion (_S, _SD, _WR, _SB, _WB;
+    W.ab_RM)."""
+    p = S.parent[i]
+    k = S.pmark[i]
+    nm, mk_s0, mk_R0 = S.nm, S.mk_s0, S.mk_R0
+    Vb, cb, RM, V = W.ab_Vb, W.ab_cb, W.ab_RM, W.ab_V3
+    # parent motion in its axes (the ground is at rest): a = cb + w x v
+    for j in range(3):
+        V[_VP, j] = Vb[p, j] if p >= 0 else 0.0
+        V[_WP, j] = Vb[p, 3 + j] if p >= 0 else 0.0
+        V[_AP, j] = cb[p, j] if p >= 0 else 0.0
+        V[_ALP, j] = cb[p, 3 + j] if p >= 0 else 0.0
+    _cr(V, _WP, _VP, _AP, 1.0)
+    # parent marker: position s, rotation RM, elastic velocity sd, rotation rate wr and their
+    # velocity-product rates sb, wb (zero on rigid bodies and the ground)
+    if p >= 0 and nm[p] > 0:
+        marker_local(S, W, k, q, u)
+        ms, mR, msd, mwr, msb, mwb = W.m_s, W.m_R, W.m_sd, W.m_wr, W.m_sb, W.m_wb
         for j in range(3):
-            V[_VP, j] = Vb[p, j] if p >= 0 else 0.0
-            V[_WP, j] = Vb[p, 3 + j] if p >= 0 else 0.0
-            V[_AP, j] = cb[p, j] if p >= 0 else 0.0
-            V[_ALP, j] = cb[p, 3 + j] if p >= 0 else 0.0
-        _cr(V, _WP, _VP, _AP, 1.0)
-        # parent marker: position s, rotation RM, elastic velocity sd, rotation rate wr and their
-        # velocity-product rates sb, wb (zero on rigid bodies and the ground)
-        if p >= 0 and nm[p] > 0:
-            marker_local(S, W, k, q, u)
-            ms, mR, msd, mwr, msb, mwb = W.m_s, W.m_R, W.m_sd, W.m_wr, W.m_sb, W.m_wb
-            for j in range(3):
-                V[_S, j] = ms[j]
-                V[_SD, j] = msd[j]
-                V[_WR, j] = mwr[j]
-                V[_SB, j] = msb[j]
-                V[_WB, j] = mwb[j]
-                for l in range(3):
-                    RM[j, l] = mR[j, l]
-        else:
-            for j in range(3):
-                V[_S, j] = mk_s0[k, j]
-                V[_SD, j] = 0.0
-                V[_WR, j] = 0.0
-                V[_SB, j] = 0.0
-                V[_WB, j] = 0.0
-                for l in range(3):
-                    RM[j, l] = mk_R0[k, j, l]
-        # joint: pose, motion subspaces (parent-marker axes) and their rates
-        nvj = jnv[i]
-        j0 = ju[i]
-        for j in range(3):
-            for c in range(6):
-                Sv[j, c] = 0.0
-                Sw[j, c] = 0.0
-        joint_kinematics(jtype[i], axis1, axis2, i, q, jq[i], u, j0, pJ, RJ, Sv, Sw, cw, R1, R2, bj)
-        for j in range(3):
-            tv = 0.0
-            tw = 0.0
-            for c in range(nvj):
-                tv += Sv[j, c] * u[j0 + c]
-                tw += Sw[j, c] * u[j0 + c]
-            V[_TV, j] = tv
-            V[_TW, j] = tw
-            V[_PW, j] = RM[j, 0] * pJ[0] + RM[j, 1] * pJ[1] + RM[j, 2] * pJ[2]
-            V[_CW, j] = RM[j, 0] * cw[0] + RM[j, 1] * cw[1] + RM[j, 2] * cw[2]
-        _rot(RM, V, _TW, _WREL)
-        _rot(RM, V, _TV, _VREL)
-        # E = c_R RJ^T RM^T (parent axes -> child axes), Rc = c_R RJ^T (joint's parent-marker axes -> child)
-        for j in range(3):
+            V[_S, j] = ms[j]
+            V[_SD, j] = msd[j]
+            V[_WR, j] = mwr[j]
+            V[_SB, j] = msb[j]
+            V[_WB, j] = mwb[j]
             for l in range(3):
-                Rc[j, l] = c_R[i, j, 0] * RJ[l, 0] + c_R[i, j, 1] * RJ[l, 1] + c_R[i, j, 2] * RJ[l, 2]
+                RM[j, l] = mR[j, l]
+    else:
         for j in range(3):
+            V[_S, j] = mk_s0[k, j]
+            V[_SD, j] = 0.0
+            V[_WR, j] = 0.0
+            V[_SB, j] = 0.0
+            V[_WB, j] = 0.0
             for l in range(3):
-                E[j, l] = Rc[j, 0] * RM[l, 0] + Rc[j, 1] * RM[l, 1] + Rc[j, 2] * RM[l, 2]
-        # parent marker, child marker, child origin (offset dp = -E^T c_pos)
-        _sum(V, _WP, _WR, _WM)
-        _sum(V, _VP, _SD, _VM)
-        _cr(V, _WP, _S, _VM, 1.0)
-        _sum(V, _AP, _SB, _AM)
-        _cr(V, _ALP, _S, _AM, 1.0)
-        for j in range(3):
-            V[_T1, j] = 0.0
-        _cr(V, _WP, _S, _T1, 1.0)
-        _cr(V, _WP, _T1, _AM, 1.0)
-        _cr(V, _WP, _SD, _AM, 2.0)
-        _sum(V, _ALP, _WB, _ALM)
-        _cr(V, _WP, _WR, _ALM, 1.0)
-        _sum(V, _WM, _WREL, _WI)
-        _sum(V, _VM, _VREL, _VC)
-        _cr(V, _WM, _PW, _VC, 1.0)
-        _sum(V, _ALM, _CW, _ALI)
-        _cr(V, _WM, _WREL, _ALI, 1.0)
-        for j in range(3):
-            V[_AC, j] = V[_AM, j]
-            V[_T1, j] = 0.0
-            V[_DP, j] = -(E[0, j] * c_pos[i, 0] + E[1, j] * c_pos[i, 1] + E[2, j] * c_pos[i, 2])
-        _cr(V, _ALM, _PW, _AC, 1.0)
-        _cr(V, _WM, _PW, _T1, 1.0)
-        _cr(V, _WM, _T1, _AC, 1.0)
-        _cr(V, _WM, _VREL, _AC, 2.0)
-        for j in range(3):
-            V[_VI, j] = V[_VC, j]
-            V[_AI, j] = V[_AC, j]
-            V[_T1, j] = 0.0
-        _cr(V, _WI, _DP, _VI, 1.0)
-        _cr(V, _ALI, _DP, _AI, 1.0)
-        _cr(V, _WI, _DP, _T1, 1.0)
-        _cr(V, _WI, _T1, _AI, 1.0)
-        # into child axes: velocity and velocity-product acceleration [E a - w x v; E al]
-        for j in range(3):
-            vb[j] = E[j, 0] * V[_VI, 0] + E[j, 1] * V[_VI, 1] + E[j, 2] * V[_VI, 2]
-            wb[j] = E[j, 0] * V[_WI, 0] + E[j, 1] * V[_WI, 1] + E[j, 2] * V[_WI, 2]
-            cb[i, j] = E[j, 0] * V[_AI, 0] + E[j, 1] * V[_AI, 1] + E[j, 2] * V[_AI, 2]
-            cb[i, 3 + j] = E[j, 0] * V[_ALI, 0] + E[j, 1] * V[_ALI, 1] + E[j, 2] * V[_ALI, 2]
-            Vb[i, j] = vb[j]
-            Vb[i, 3 + j] = wb[j]
-        cb[i, 0] -= wb[1] * vb[2] - wb[2] * vb[1]
-        cb[i, 1] -= wb[2] * vb[0] - wb[0] * vb[2]
-        cb[i, 2] -= wb[0] * vb[1] - wb[1] * vb[0]
-        # world pose and motion (for loads on markers): A_i = A_p E^T, r_i = r_p + A_p (s + pw + dp)
-        for j in range(3):
-            V[_T1, j] = V[_S, j] + V[_PW, j] + V[_DP, j]
-        for j in range(3):
-            for l in range(3):
-                if p >= 0:
-                    A[i, j, l] = A[p, j, 0] * E[l, 0] + A[p, j, 1] * E[l, 1] + A[p, j, 2] * E[l, 2]
-                else:
-                    A[i, j, l] = E[l, j]
-        for j in range(3):
+                RM[j, l] = mk_R0[k, j, l]
+
+
+@njit(**KERNEL)
+def _joint_motion(S, W, i, q, u):
+    """Pass 1, body i: its joint's pose, motion subspaces (W.ab_Sv, W.ab_Sw) and their rates in
+    the parent's axes (_TV, _TW, _PW, _CW, _WREL, _VREL), and the rotations W.ab_Rc (joint's
+    parent-marker axes to child) and W.ab_E (parent to child axes)."""
+    ju, jnv, jq, jtype, axis1, axis2, c_R = S.ju, S.jnv, S.jq, S.jtype, S.axis1, S.axis2, S.c_R
+    E, Rc, RM, V = W.ab_E, W.ab_Rc, W.ab_RM, W.ab_V3
+    pJ, RJ, Sv, Sw, cw, R1, R2, bj = W.ab_p, W.ab_R, W.ab_Sv, W.ab_Sw, W.ab_cw, W.ab_R1, W.ab_R2, W.ab_bj
+    # joint: pose, motion subspaces (parent-marker axes) and their rates
+    nvj = jnv[i]
+    j0 = ju[i]
+    for j in range(3):
+        for c in range(6):
+            Sv[j, c] = 0.0
+            Sw[j, c] = 0.0
+    joint_kinematics(jtype[i], axis1, axis2, i, q, jq[i], u, j0, pJ, RJ, Sv, Sw, cw, R1, R2, bj)
+    for j in range(3):
+        tv = 0.0
+        tw = 0.0
+        for c in range(nvj):
+            tv += Sv[j, c] * u[j0 + c]
+            tw += Sw[j, c] * u[j0 + c]
+        V[_TV, j] = tv
+        V[_TW, j] = tw
+        V[_PW, j] = RM[j, 0] * pJ[0] + RM[j, 1] * pJ[1] + RM[j, 2] * pJ[2]
+        V[_CW, j] = RM[j, 0] * cw[0] + RM[j, 1] * cw[1] + RM[j, 2] * cw[2]
+    _rot(RM, V, _TW, _WREL)
+    _rot(RM, V, _TV, _VREL)
+    # E = c_R RJ^T RM^T (parent axes -> child axes), Rc = c_R RJ^T (joint's parent-marker axes -> child)
+    for j in range(3):
+        for l in range(3):
+            Rc[j, l] = c_R[i, j, 0] * RJ[l, 0] + c_R[i, j, 1] * RJ[l, 1] + c_R[i, j, 2] * RJ[l, 2]
+    for j in range(3):
+        for l in range(3):
+            E[j, l] = Rc[j, 0] * RM[l, 0] + Rc[j, 1] * RM[l, 1] + Rc[j, 2] * RM[l, 2]
+
+
+@njit(**KERNEL)
+def _child_motion(S, W, i):
+    """Pass 1, body i: the motion of its parent marker, child marker and origin composed in the
+    parent's axes, then its velocity W.ab_Vb[i] and velocity-product acceleration W.ab_cb[i] in
+    its own axes."""
+    c_pos = S.c_pos
+    cb, Vb, E, V, vb, wb = W.ab_cb, W.ab_Vb, W.ab_E, W.ab_V3, W.ab_vb, W.ab_wb
+    # parent marker, child marker, child origin (offset dp = -E^T c_pos)
+    _sum(V, _WP, _WR, _WM)
+    _sum(V, _VP, _SD, _VM)
+    _cr(V, _WP, _S, _VM, 1.0)
+    _sum(V, _AP, _SB, _AM)
+    _cr(V, _ALP, _S, _AM, 1.0)
+    for j in range(3):
+        V[_T1, j] = 0.0
+    _cr(V, _WP, _S, _T1, 1.0)
+    _cr(V, _WP, _T1, _AM, 1.0)
+    _cr(V, _WP, _SD, _AM, 2.0)
+    _sum(V, _ALP, _WB, _ALM)
+    _cr(V, _WP, _WR, _ALM, 1.0)
+    _sum(V, _WM, _WREL, _WI)
+    _sum(V, _VM, _VREL, _VC)
+    _cr(V, _WM, _PW, _VC, 1.0)
+    _sum(V, _ALM, _CW, _ALI)
+    _cr(V, _WM, _WREL, _ALI, 1.0)
+    for j in range(3):
+        V[_AC, j] = V[_AM, j]
+        V[_T1, j] = 0.0
+        V[_DP, j] = -(E[0, j] * c_pos[i, 0] + E[1, j] * c_pos[i, 1] + E[2, j] * c_pos[i, 2])
+    _cr(V, _ALM, _PW, _AC, 1.0)
+    _cr(V, _WM, _PW, _T1, 1.0)
+    _cr(V, _WM, _T1, _AC, 1.0)
+    _cr(V, _WM, _VREL, _AC, 2.0)
+    for j in range(3):
+        V[_VI, j] = V[_VC, j]
+        V[_AI, j] = V[_AC, j]
+        V[_T1, j] = 0.0
+    _cr(V, _WI, _DP, _VI, 1.0)
+    _cr(V, _ALI, _DP, _AI, 1.0)
+    _cr(V, _WI, _DP, _T1, 1.0)
+    _cr(V, _WI, _T1, _AI, 1.0)
+    # into child axes: velocity and velocity-product acceleration [E a - w x v; E al]
+    for j in range(3):
+        vb[j] = E[j, 0] * V[_VI, 0] + E[j, 1] * V[_VI, 1] + E[j, 2] * V[_VI, 2]
+        wb[j] = E[j, 0] * V[_WI, 0] + E[j, 1] * V[_WI, 1] + E[j, 2] * V[_WI, 2]
+        cb[i, j] = E[j, 0] * V[_AI, 0] + E[j, 1] * V[_AI, 1] + E[j, 2] * V[_AI, 2]
+        cb[i, 3 + j] = E[j, 0] * V[_ALI, 0] + E[j, 1] * V[_ALI, 1] + E[j, 2] * V[_ALI, 2]
+        Vb[i, j] = vb[j]
+        Vb[i, 3 + j] = wb[j]
+    cb[i, 0] -= wb[1] * vb[2] - wb[2] * vb[1]
+    cb[i, 1] -= wb[2] * vb[0] - wb[0] * vb[2]
+    cb[i, 2] -= wb[0] * vb[1] - wb[1] * vb[0]
+
+
+@njit(**KERNEL)
+def _world_motion(S, W, i):
+    """Pass 1, body i: its world pose and motion W.A, W.r, W.v, W.w, W.a, W.al (for the loads)."""
+    p = S.parent[i]
+    A, r, v, w, a, al = W.A, W.r, W.v, W.w, W.a, W.al
+    E, V, vb, wb = W.ab_E, W.ab_V3, W.ab_vb, W.ab_wb
+    # world pose and motion (for loads on markers): A_i = A_p E^T, r_i = r_p + A_p (s + pw + dp)
+    for j in range(3):
+        V[_T1, j] = V[_S, j] + V[_PW, j] + V[_DP, j]
+    for j in range(3):
+        for l in range(3):
             if p >= 0:
-                r[i, j] = r[p, j] + A[p, j, 0] * V[_T1, 0] + A[p, j, 1] * V[_T1, 1] + A[p, j, 2] * V[_T1, 2]
-                a[i, j] = A[p, j, 0] * V[_AI, 0] + A[p, j, 1] * V[_AI, 1] + A[p, j, 2] * V[_AI, 2]
-                al[i, j] = A[p, j, 0] * V[_ALI, 0] + A[p, j, 1] * V[_ALI, 1] + A[p, j, 2] * V[_ALI, 2]
+                A[i, j, l] = A[p, j, 0] * E[l, 0] + A[p, j, 1] * E[l, 1] + A[p, j, 2] * E[l, 2]
             else:
-                r[i, j] = V[_T1, j]
-                a[i, j] = V[_AI, j]
-                al[i, j] = V[_ALI, j]
-            v[i, j] = A[i, j, 0] * vb[0] + A[i, j, 1] * vb[1] + A[i, j, 2] * vb[2]
-            w[i, j] = A[i, j, 0] * wb[0] + A[i, j, 1] * wb[1] + A[i, j, 2] * wb[2]
-        # joint motion subspace in child axes: [Rc Sv + c_pos x (Rc Sw); Rc Sw]
-        for kk in range(nvj):
-            for j in range(3):
-                Sc[i, 3 + j, kk] = Rc[j, 0] * Sw[0, kk] + Rc[j, 1] * Sw[1, kk] + Rc[j, 2] * Sw[2, kk]
-            for j in range(3):
-                j1 = (j + 1) % 3
-                j2 = (j + 2) % 3
-                Sc[i, j, kk] = Rc[j, 0] * Sv[0, kk] + Rc[j, 1] * Sv[1, kk] + Rc[j, 2] * Sv[2, kk] \
-                    + c_pos[i, j1] * Sc[i, 3 + j2, kk] - c_pos[i, j2] * Sc[i, 3 + j1, kk]
-        for j in range(nmax):
-            eta[j] = q[eq[i] + j] if j < n else 0.0
-            etad[j] = u[ev[i] + j] if j < n else 0.0
-        for j in range(3):
-            gb[j] = A[i, 0, j] * gravity[0] + A[i, 1, j] * gravity[1] + A[i, 2, j] * gravity[2]
+                A[i, j, l] = E[l, j]
+    for j in range(3):
         if p >= 0:
-            _parent_map(i, P, E, V, W, mk_Psi, k, nm[p])
-            for j in range(6):
-                acc = cb[i, j]
-                for kk in range(6):
-                    acc -= P[i, j, kk] * cb[p, kk]
-                cc[i, j] = acc
+            r[i, j] = r[p, j] + A[p, j, 0] * V[_T1, 0] + A[p, j, 1] * V[_T1, 1] + A[p, j, 2] * V[_T1, 2]
+            a[i, j] = A[p, j, 0] * V[_AI, 0] + A[p, j, 1] * V[_AI, 1] + A[p, j, 2] * V[_AI, 2]
+            al[i, j] = A[p, j, 0] * V[_ALI, 0] + A[p, j, 1] * V[_ALI, 1] + A[p, j, 2] * V[_ALI, 2]
         else:
+            r[i, j] = V[_T1, j]
+            a[i, j] = V[_AI, j]
+            al[i, j] = V[_ALI, j]
+        v[i, j] = A[i, j, 0] * vb[0] + A[i, j, 1] * vb[1] + A[i, j, 2] * vb[2]
+        w[i, j] = A[i, j, 0] * wb[0] + A[i, j, 1] * wb[1] + A[i, j, 2] * wb[2]
+
+
+@njit(**KERNEL)
+def _tree_terms(S, W, i, q, u, udot):
+    """Pass 1, body i: its joint's motion subspace in its axes W.ab_S[i], its modal state, gravity
+    in its axes, and the tree terms W.ab_P[i] (from the parent's extended velocity) and
+    W.ab_c[i] (with the prescribed joint accelerations)."""
+    p = S.parent[i]
+    k = S.pmark[i]
+    n = S.nm[i]
+    nvj = S.jnv[i]
+    j0 = S.ju[i]
+    nm, eq, ev, drive, mk_Psi, c_pos, gravity = S.nm, S.eq, S.ev, S.drive, S.mk_Psi, S.c_pos, S.gravity
+    A, P, Sc, cc, cb, E, Rc, V = W.A, W.ab_P, W.ab_S, W.ab_c, W.ab_cb, W.ab_E, W.ab_Rc, W.ab_V3
+    eta, etad, gb, Sv, Sw = W.ab_eta, W.ab_etad, W.ab_g, W.ab_Sv, W.ab_Sw
+    nmax = eta.shape[0]
+    # joint motion subspace in child axes: [Rc Sv + c_pos x (Rc Sw); Rc Sw]
+    for kk in range(nvj):
+        for j in range(3):
+            Sc[i, 3 + j, kk] = Rc[j, 0] * Sw[0, kk] + Rc[j, 1] * Sw[1, kk] + Rc[j, 2] * Sw[2, kk]
+        for j in range(3):
+            j1 = (j + 1) % 3
+            j2 = (j + 2) % 3
+            Sc[i, j, kk] = Rc[j, 0] * Sv[0, kk] + Rc[j, 1] * Sv[1, kk] + Rc[j, 2] * Sv[2, kk] \
+                + c_pos[i, j1] * Sc[i, 3 + j2, kk] - c_pos[i, j2] * Sc[i, 3 + j1, kk]
+    for j in range(nmax):
+        eta[j] = q[eq[i] + j] if j < n else 0.0
+        etad[j] = u[ev[i] + j] if j < n else 0.0
+    for j in range(3):
+        gb[j] = A[i, 0, j] * gravity[0] + A[i, 1, j] * gravity[1] + A[i, 2, j] * gravity[2]
+    if p >= 0:
+        _parent_map(i, P, E, V, W, mk_Psi, k, nm[p])
+        for j in range(6):
+            acc = cb[i, j]
+            for kk in range(6):
+                acc -= P[i, j, kk] * cb[p, kk]
+            cc[i, j] = acc
+    else:
+        for j in range(6):
+            cc[i, j] = cb[i, j]
+    # prescribed joint accelerations are known: their part of H ydd joins c
+    for kk in range(nvj):
+        c = j0 + kk
+        if drive[c] == MOTION:
             for j in range(6):
-                cc[i, j] = cb[i, j]
-        # prescribed joint accelerations are known: their part of H ydd joins c
-        for kk in range(nvj):
-            c = j0 + kk
-            if drive[c] == MOTION:
-                for j in range(6):
-                    cc[i, j] += Sc[i, j, kk] * udot[c]
-        if n == 0:
-            rigid_terms(Mc, i, vb, wb, gb, Mb, hb, Fb)
-        else:
-            body_terms(S, W, i, eta, etad, vb, wb, gb, Mb, hb, Fb)
-        for j in range(m):
-            for kk in range(m):
-                IA[i, j, kk] = Mb[j, kk]
-            pA[i, j] = hb[j] - Fb[j]
-        for j in range(n):
-            acc = 0.0
-            for kk in range(n):
-                acc += Ke[i, j, kk] * eta[kk] + De[i, j, kk] * etad[kk]
-            pA[i, 6 + j] += acc
+                cc[i, j] += Sc[i, j, kk] * udot[c]
+
+
+@njit(**KERNEL)
+def _own_inertia(S, W, i):
+    """Pass 1, body i: its own inertia W.ab_IA[i] and bias force W.ab_pA[i] (velocity-product
+    and elastic forces less gravity)."""
+    n = S.nm[i]
+    m = 6 + n
+    Mc, Ke, De = S.Mc, S.Ke, S.De
+    IA, pA, eta, etad, vb, wb, gb = W.ab_IA, W.ab_pA, W.ab_eta, W.ab_etad, W.ab_vb, W.ab_wb, W.ab_g
+    Mb, hb, Fb = W.ab_Mb, W.ab_hb, W.ab_Fb
+    if n == 0:
+        rigid_terms(Mc, i, vb, wb, gb, Mb, hb, Fb)
+    else:
+        body_terms(S, W, i, eta, etad, vb, wb, gb, Mb, hb, Fb)
+    for j in range(m):
+        for kk in range(m):
+            IA[i, j, kk] = Mb[j, kk]
+        pA[i, j] = hb[j] - Fb[j]
+    for j in range(n):
+        acc = 0.0
+        for kk in range(n):
+            acc += Ke[i, j, kk] * eta[kk] + De[i, j, kk] * etad[kk]
+        pA[i, 6 + j] += acc
 
 
 @njit(**KERNEL)

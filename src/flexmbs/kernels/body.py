@@ -20,8 +20,9 @@ Its inertia is the sum of two exact parts:
 from numba import njit
 
 from .kinematics import foreshortening
-from .linalg import fill2, quad
-from .rotations import KERNEL, cross, cross_add
+from .linalg import quad
+from .rotations import cross, cross_add
+from .settings import KERNEL
 
 
 @njit(**KERNEL)
@@ -210,15 +211,36 @@ def _moment_terms(S, W, b, n, eta, etad, w, g, Mb, hb, Fb):
     D_q = P_q - e_x (H_q eta)^T, every sum over q of a product of these is a polynomial in eta
     whose coefficients are the moments (Shabana 2005, ch. 5: the inertia shape integrals,
     extended by the foreshortening moments of H_q). Body axes; w angular velocity [rad/s],
-    g gravity [m/s^2]."""
+    g gravity [m/s^2]. In four steps: the moments contracted with eta and etad, the body's
+    first moment, inertia tensor and coupling B, its mass matrix, its velocity-product force;
+    then gravity. (The steps take the System and Workspace boxes, not their arrays: a kernel
+    reads a box's field without a reference count.)"""
     kv = S.iv_k[b]
     kh = S.iv_h[b]
-    iv_C, iv_Sk, iv_Sb, iv_Me, iv_A, iv_S = S.iv_C, S.iv_Sk, S.iv_Sb, S.iv_Me, S.iv_A, S.iv_S
-    HS, HP, HH, G = S.iv_HS, S.iv_HP, S.iv_HH, S.iv_G
-    Ce, Cd, B, N, J = W.b_Ce, W.b_Cd, W.b_B, W.b_N, W.b_J
-    W1, W2, W3, V, gv, Sv, Tv = W.b_W1, W.b_W2, W.b_W3, W.b_V, W.b_g, W.b_x, W.b_y
-    fs = kh >= 0
     m = S.iv_m[kv]
+    e, ed = _moment_contractions(S, W, kv, kh, n, eta, etad)
+    _moment_inertia(S, W, kv, kh, n, eta, e)
+    _moment_mass_matrix(S, W, kv, kh, n, m, Mb)
+    _moment_velocity_terms(S, W, kh, n, etad, w, ed, Mb, hb)
+    Sv = W.b_x
+    # gravity: [m g; S x g; sum D^T g]
+    for k in range(3):
+        k1 = (k + 1) % 3
+        k2 = (k + 2) % 3
+        Fb[k] += m * g[k]
+        Fb[3 + k] += Sv[k1] * g[k2] - Sv[k2] * g[k1]
+    for j in range(n):
+        Fb[6 + j] += Mb[0, 6 + j] * g[0] + Mb[1, 6 + j] * g[1] + Mb[2, 6 + j] * g[2]
+
+
+@njit(**KERNEL)
+def _moment_contractions(S, W, kv, kh, n, eta, etad):
+    """W.b_Ce, W.b_Cd: iv_C contracted with eta and etad; with foreshortening (kh >= 0) also
+    W.b_g = G eta and the contractions W.b_W1, W.b_V, W.b_W2, W.b_W3 of the H moments with eta.
+    Returns (sum m eta^T H eta, sum m etad^T H etad), zero without foreshortening."""
+    iv_C, HP, HH, G = S.iv_C, S.iv_HP, S.iv_HH, S.iv_G
+    Ce, Cd, W1, W2, W3, V, gv = W.b_Ce, W.b_Cd, W.b_W1, W.b_W2, W.b_W3, W.b_V, W.b_g
+    fs = kh >= 0
     # C contracted with eta and etad: Ce[k, l, j] = sum m (P eta)_k P_lj
     for k in range(3):
         for l in range(3):
@@ -261,6 +283,16 @@ def _moment_terms(S, W, b, n, eta, etad, w, g, Mb, hb, Fb):
                         a3 += HP[kh, j, c, k, bb] * eta[bb]
                     W2[j, k, c] = a2
                     W3[j, c, k] = a3
+    return e, ed
+
+
+@njit(**KERNEL)
+def _moment_inertia(S, W, kv, kh, n, eta, e):
+    """The body's first moment W.b_x = S(eta) [kg m], inertia tensor W.b_J [kg m^2] and
+    W.b_B[k, l, j] = sum m r_k D_lj, from the moments and their contractions (e: sum m eta^T H eta)."""
+    iv_Sk, iv_Sb, iv_A, iv_S, HS = S.iv_Sk, S.iv_Sb, S.iv_A, S.iv_S, S.iv_HS
+    Ce, B, J, W2, W3, V, Sv = W.b_Ce, W.b_B, W.b_J, W.b_W2, W.b_W3, W.b_V, W.b_x
+    fs = kh >= 0
     # first moment S, second moment A = sum m r r^T and inertia tensor J
     for k in range(3):
         acc = iv_S[kv, k]
@@ -315,6 +347,14 @@ def _moment_terms(S, W, b, n, eta, etad, w, g, Mb, hb, Fb):
             for c in range(n):
                 acc += V[j, c] * eta[c]
             B[0, 0, j] += 0.5 * acc
+
+
+@njit(**KERNEL)
+def _moment_mass_matrix(S, W, kv, kh, n, m, Mb):
+    """Add the points' mass matrix to Mb (m: their mass [kg])."""
+    iv_Sb, iv_Me = S.iv_Sb, S.iv_Me
+    B, J, W2, V, gv, Sv = W.b_B, W.b_J, W.b_W2, W.b_V, W.b_g, W.b_x
+    fs = kh >= 0
     # mass matrix of the points: [[m I, -skew(S), Sum D], [., J, Sum r x D], [., ., Sum D^T D]]
     for k in range(3):
         Mb[k, k] += m
@@ -342,6 +382,15 @@ def _moment_terms(S, W, b, n, eta, etad, w, g, Mb, hb, Fb):
             Mb[6 + i, 6 + j] += acc
         for k in range(6):
             Mb[6 + j, k] = Mb[k, 6 + j]
+
+
+@njit(**KERNEL)
+def _moment_velocity_terms(S, W, kh, n, etad, w, ed, Mb, hb):
+    """Add the points' velocity-product force to hb (ed: sum m etad^T H etad), from their mass
+    matrix Mb and the moments."""
+    HS, HP = S.iv_HS, S.iv_HP
+    Cd, B, N, J, W1, W2, W3, Sv, Tv = W.b_Cd, W.b_B, W.b_N, W.b_J, W.b_W1, W.b_W2, W.b_W3, W.b_x, W.b_y
+    fs = kh >= 0
     # velocity-product force sum m G^T a, a = w x (w x r) + 2 w x (D etad) - e_x etad^T H etad
     for k in range(3):
         acc = 0.0
@@ -400,14 +449,6 @@ def _moment_terms(S, W, b, n, eta, etad, w, g, Mb, hb, Fb):
                 for d in range(n):
                     acc += (W1[j, c, d] - HP[kh, c, d, 0, j]) * etad[c] * etad[d]
             hb[6 + j] += acc - 2.0 * (w[1] * (u22 - u32) + w[2] * (u31 - u21))
-    # gravity: [m g; S x g; sum D^T g]
-    for k in range(3):
-        k1 = (k + 1) % 3
-        k2 = (k + 2) % 3
-        Fb[k] += m * g[k]
-        Fb[3 + k] += Sv[k1] * g[k2] - Sv[k2] * g[k1]
-    for j in range(n):
-        Fb[6 + j] += Mb[0, 6 + j] * g[0] + Mb[1, 6 + j] * g[1] + Mb[2, 6 + j] * g[2]
 
 
 @njit(**KERNEL)

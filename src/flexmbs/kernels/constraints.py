@@ -16,7 +16,8 @@ from numba import njit
 
 from .kinematics import forward, marker_world
 from .linalg import chol_factor, chol_solve, dot
-from .rotations import JIT, KERNEL, cross
+from .rotations import cross
+from .settings import JIT, KERNEL
 
 
 @njit(**KERNEL)

@@ -8,7 +8,7 @@ its torque an output), SERVO (PD on a profile). Only the first coordinate of a j
 from numba import njit
 
 from . import profiles
-from .rotations import KERNEL
+from .settings import KERNEL
 
 PASSIVE, TORQUE, MOTION, SERVO = 0, 1, 2, 3
 

@@ -31,7 +31,8 @@ from .kinematics import forward
 from .loop_closure import close_loops
 from .linalg import chol_factor, chol_solve, copy1, copy2, dot, fill1
 from .loads import load_forces
-from .rotations import JIT, KERNEL, quat_rate
+from .rotations import quat_rate
+from .settings import JIT, KERNEL
 
 
 @njit(**KERNEL)

@@ -7,7 +7,7 @@ from .body import first_moment
 from .dynamics import assemble
 from .kinematics import marker_world
 from .linalg import dot, mv, quad
-from .rotations import KERNEL
+from .settings import KERNEL
 
 
 @njit(**KERNEL)

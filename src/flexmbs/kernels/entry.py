@@ -1,10 +1,10 @@
 """Python's entry points into kernels that other kernels also call (numba).
 
-The kernels are compiled without numba's runtime (rotations.KERNEL), and numba compiles a
+The kernels are compiled without numba's runtime (settings.KERNEL), and numba compiles a
 function that a kernel calls in the kernel's setting, whatever its own: a function that both
 Python and a kernel call would, depending on which compiled it first, lose the runtime, and
 then take a reference on the System and Workspace boxes at every call from Python without
-giving it back. So Python calls these wrappers, compiled with the runtime (rotations.JIT), and
+giving it back. So Python calls these wrappers, compiled with the runtime (settings.JIT), and
 no kernel calls them. (Functions only Python and other entry points call, such as dynamics.rhs,
 solvers.common.f_eval and outputs.sample, are entry points themselves.)
 """
@@ -12,7 +12,7 @@ solvers.common.f_eval and outputs.sample, are entry points themselves.)
 from numba import njit
 
 from . import drives, dynamics, kinematics
-from .rotations import JIT
+from .settings import JIT
 
 
 @njit(**JIT)

@@ -17,7 +17,7 @@ from numba import njit
 from .body import body_terms
 from .kinematics import marker_world
 from .linalg import fill1, fill2
-from .rotations import KERNEL
+from .settings import KERNEL
 
 
 @njit(**KERNEL)

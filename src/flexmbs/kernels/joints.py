@@ -10,10 +10,11 @@ quaternion never meets a singular map).
 from numba import njit
 
 from .linalg import copy2, mm
-from .rotations import KERNEL, quat_to_matrix, rot_axis
+from .rotations import quat_to_matrix, rot_axis
+from .settings import KERNEL
 
 FIXED, REVOLUTE, PRISMATIC, CYLINDRICAL, UNIVERSAL, SPHERICAL, PLANAR, FREE = range(8)
-# Joint type codes in flexmbs.model.JOINT_TYPES order.
+# The code of each joint type of the model (flexmbs.model.JOINTS), as joint_kinematics branches on it.
 CODE_OF = {"fixed": FIXED, "revolute": REVOLUTE, "prismatic": PRISMATIC, "cylindrical": CYLINDRICAL,
            "universal": UNIVERSAL, "spherical": SPHERICAL, "planar": PLANAR, "free": FREE}
 

@@ -11,7 +11,8 @@ from numba import njit
 
 from .joints import joint_kinematics
 from .linalg import copy2, fill2, mm, mv
-from .rotations import KERNEL, cross, cross_add, dexp, dexp_bias, expmap
+from .rotations import cross, cross_add, dexp, dexp_bias, expmap
+from .settings import KERNEL
 
 
 @njit(**KERNEL)

@@ -7,7 +7,7 @@ sized blocks of multibody kernels; these write into caller-provided arrays inste
 import numpy as np
 from numba import njit
 
-from .rotations import KERNEL
+from .settings import KERNEL
 
 
 @njit(**KERNEL)

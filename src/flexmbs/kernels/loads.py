@@ -9,7 +9,7 @@ from numba import njit
 
 from .kinematics import marker_world
 from .linalg import copy1, dot, mtv_add, mv
-from .rotations import KERNEL
+from .settings import KERNEL
 
 
 @njit(**KERNEL)

@@ -34,7 +34,7 @@ from .articulated import marker_wrench
 from .constraints import constraint_row
 from .drives import MOTION
 from .linalg import chol_solve_n, env_chol_factor, env_chol_solve
-from .rotations import KERNEL
+from .settings import KERNEL
 
 
 @njit(**KERNEL)

@@ -8,7 +8,7 @@ from .dynamics import accelerations
 from .energy import energies
 from .kinematics import marker_world
 from .linalg import copy1
-from .rotations import JIT, KERNEL
+from .settings import JIT, KERNEL
 
 
 @njit(**KERNEL)

@@ -1,15 +1,18 @@
 """Prescribed motion profiles q(t), qd(t), qdd(t) with exact derivatives (numba).
 
-Codes match flexmbs.model.PROFILE_TYPES order. Parameters live in a fixed-width row `par`;
-tables are cubic-spline coefficient rows (t_k, c0..c3 for t in [t_k, t_k+1]).
+CODE_OF maps the profile types of the model (flexmbs.model.PROFILES) to the codes evaluate
+branches on. Parameters live in a fixed-width row `par`, in the order of the type's fields in
+PROFILES; tables are cubic-spline coefficient rows (t_k, c0..c3 for t in [t_k, t_k+1]).
 """
 
 import numpy as np
 from numba import njit
 
-from .rotations import KERNEL
+from .settings import KERNEL
 
 CONSTANT, RAMP, SINE, TABLE, SPIN_UP, INPUT, CYCLOIDAL = 0, 1, 2, 3, 4, 5, 6
+CODE_OF = {"constant": CONSTANT, "ramp": RAMP, "sine": SINE, "table": TABLE, "spin_up": SPIN_UP, "input": INPUT,
+           "cycloidal": CYCLOIDAL}
 NPAR = 6
 
 

@@ -4,16 +4,7 @@ Quaternions are [w, x, y, z], unit norm."""
 import numpy as np
 from numba import njit
 
-# JIT: the entry points, functions that Python calls with the System and Workspace boxes
-# (kernels/structs.py; kernels/entry.py for kernels that other kernels call too): compiled with
-# numba's runtime (NRT), which takes a reference on a box passed in and releases it after the
-# call. KERNEL: everything else, compiled without the runtime: reading an array field of a box
-# then costs no reference count. With the runtime every such read took an atomic increment and
-# decrement, 33 % of the double pendulum's right-hand side (perf, issue 11). KERNEL functions
-# must not allocate (the workspace holds all scratch) and must not call JIT functions (numba
-# would compile those without the runtime too).
-JIT = dict(cache=True, nogil=True, fastmath=False)
-KERNEL = dict(JIT, _nrt=False)
+from .settings import KERNEL
 
 
 @njit(**KERNEL)

@@ -19,7 +19,7 @@ from numba.core.typing.templates import AttributeTemplate
 from numba.extending import infer_getattr, intrinsic
 
 from .articulated import N_V3
-from .rotations import JIT
+from .settings import JIT
 
 # Sizes: nb bodies (tree order, every parent before its children), nq / nv position / velocity
 # coordinates, nmax the most modes of any body (>= 1; per-body arrays are padded to it), npmax
@@ -134,6 +134,16 @@ SYSTEM_FIELDS: tuple[tuple[str, str], ...] = (
 )
 SystemArrays = namedtuple("SystemArrays", [name for name, _ in SYSTEM_FIELDS])
 SystemArrays.__doc__ = "The compiled System as flat arrays (fields: SYSTEM_FIELDS)."
+
+
+def read_only(arrays: tuple) -> tuple:
+    """`arrays` (a SystemArrays) with every array made read-only, in place: a compiled System
+    is not changed afterwards, by Python or by a kernel (the box types them read-only, so a
+    kernel that wrote into one would not compile)."""
+    for value in arrays:
+        if isinstance(value, np.ndarray):
+            value.setflags(write=False)
+    return arrays
 
 
 def _marker_frame(prefix: str, nv: int, suffixes: str = "") -> dict:
@@ -255,7 +265,7 @@ class FieldsType(types.StructRef):
 # Registered by hand rather than with structref.register, for one difference: a field is read
 # straight from the payload pointer of numba's MemInfo (its fourth member, as numba's own
 # NRT_MemInfo_data_fast reads it) instead of through the runtime, so that the kernels compiled
-# without the runtime (rotations.KERNEL) can read fields without reference counting.
+# without the runtime (settings.KERNEL) can read fields without reference counting.
 default_manager.register(FieldsType, models.StructRefModel)
 
 
@@ -327,7 +337,7 @@ def _prototype_system() -> tuple:
         sd_k=f(0), sd_c=f(0), sd_l0=f(0), sd_m=f(0), cr_a=i(0), cr_b=i(0), cr_kind=i(0), cr_i=i(0), cr_j=i(0),
         cr_E=f((0, 3, 3)), cr_on=i(0), cr_act=i(0), cr_nbr_ptr=i(1), cr_nbr=i(0),
         cr_env=i(0), recursive=0)
-    return SystemArrays(**dims)
+    return read_only(SystemArrays(**dims))
 
 
 _SYSTEM = _prototype_system()

@@ -18,20 +18,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, Optional, Sequence
 
+import numpy as np
+
 GROUND = "ground"
 
 JointType = Literal[
     "revolute", "prismatic", "cylindrical", "universal", "spherical", "planar", "free", "fixed"
 ]
-JOINT_TYPES: tuple[str, ...] = (
-    "revolute", "prismatic", "cylindrical", "universal", "spherical", "planar", "free", "fixed"
-)
-# Number of position coordinates q and velocity coordinates u per joint type.
-JOINT_NQ = {"revolute": 1, "prismatic": 1, "cylindrical": 2, "universal": 2, "spherical": 4,
-            "planar": 3, "free": 7, "fixed": 0}
-JOINT_NV = {"revolute": 1, "prismatic": 1, "cylindrical": 2, "universal": 2, "spherical": 3,
-            "planar": 3, "free": 6, "fixed": 0}
-PROFILE_TYPES: tuple[str, ...] = ("constant", "ramp", "sine", "table", "spin_up", "input", "cycloidal")
 METHODS: tuple[str, ...] = ("rk4", "dopri5", "implicit")
 
 
@@ -90,6 +83,10 @@ class Damping:
     modal: Sequence[float] = ()
 
 
+# the fields of a superelement that name its data files
+SUPERELEMENT_FILES = ("file", "mass_file", "stiffness_file", "nodes_file")
+
+
 @dataclass
 class Body:
     """A rigid body, a beam or a superelement.
@@ -136,6 +133,20 @@ class Body:
     nodes_file: Optional[str] = None
     dofs_per_node: int = 6
     reference_nodes: Sequence[int] = (0,)
+
+
+def inertia_matrix(spec: Sequence) -> np.ndarray:
+    """3x3 inertia tensor [kg m^2] from [Ixx, Iyy, Izz], [Ixx, Iyy, Izz, Ixy, Ixz, Iyz] or a 3x3
+    matrix (a Body's `inertia`, a beam's `tip_inertia`). Raises ValueError for any other shape."""
+    values = np.asarray(spec, dtype=float)
+    if values.shape == (3, 3):
+        return values
+    if values.shape == (3,):
+        return np.diag(values)
+    if values.shape == (6,):
+        ixx, iyy, izz, ixy, ixz, iyz = values
+        return np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
+    raise ValueError(f"inertia must have 3, 6 or 3x3 entries, got shape {values.shape}")
 
 
 @dataclass
@@ -218,10 +229,6 @@ class Joint:
     spring: Optional[Spring] = None
     drive: Drive = field(default_factory=Drive)
     rotor_inertia: float = 0.0
-
-
-# joint types that can close a loop, with the constraints each imposes
-CUT_TYPES = ("revolute", "prismatic", "cylindrical", "spherical", "planar", "fixed", "universal")
 
 
 @dataclass

@@ -43,3 +43,11 @@ def interface_stations(model: Model, body: Body) -> list[float]:
 def interface_nodes(model: Model, body: Body) -> list[int]:
     """Superelement node indices of the interface markers."""
     return [int(m.node) for m in interface_markers(model, body)]
+
+
+def interface_points(model: Model, body: Body) -> list:
+    """Where `body` gets interface modes: the stations x [m] of a beam's interface markers or the
+    node indices of a superelement's; none for rigid bodies or with interface modes off."""
+    if body.type == "rigid" or not body.interface_modes:
+        return []
+    return interface_stations(model, body) if body.type == "beam" else interface_nodes(model, body)

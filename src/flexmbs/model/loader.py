@@ -23,9 +23,9 @@ from typing import Any, Literal, Optional, Sequence, Union, get_args, get_origin
 import yaml
 
 from .catalog import resolve
-from .elements import Joint, Marker, Model
+from .elements import SUPERELEMENT_FILES, Joint, Marker, Model
 from .errors import Issue, Loc, ModelError, Report, show, unknown
-from .validate import SUPERELEMENT_FILES, check_model
+from .validate import check_model
 
 
 def load_model(path: Union[str, os.PathLike], *, allow_outside: bool = False) -> Model:

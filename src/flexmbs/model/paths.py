@@ -13,6 +13,7 @@ import re
 from typing import Any, Optional
 
 from .elements import Model
+from .tables import JOINTS
 
 _SECTIONS = ("bodies", "joints", "loads", "sensors")
 _STEP = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(?:\[(\d+)\])?$")
@@ -138,10 +139,11 @@ def unit_of(model: Model, path: str) -> Optional[str]:
         return _FIELD_UNITS[name]
     if name in _JOINT_UNITS and walked[0] == "joints":
         joint = model.joint(walked[1])
-        translational = joint.type == "prismatic"
+        translational = len(JOINTS[joint.type].lengths) == JOINTS[joint.type].nv
         return _JOINT_UNITS[name][1 if translational else 0]
     if walked[0] == "loads" and name in ("stiffness", "damping"):
         return {"stiffness": "N/m", "damping": "N.s/m"}[name]
     if name in ("value", "q0", "q1", "offset", "amplitude") and walked[0] == "joints":
-        return "m" if model.joint(walked[1]).type == "prismatic" else "rad"
+        kind = JOINTS[model.joint(walked[1]).type]
+        return "m" if len(kind.lengths) == kind.nv else "rad"
     return _OTHER_UNITS.get(name)

@@ -24,9 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..model import Model
+from ..model import Model, inertia_matrix
 from ..so3 import frame_with_axis, rotation_matrix
-from ..model.validate import inertia_matrix
 from ..system import System
 
 LIN, BIL = 0, 1

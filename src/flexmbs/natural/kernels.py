@@ -20,7 +20,7 @@ import numpy as np
 from numba import njit
 
 from ..kernels.linalg import chol_factor, chol_solve, mm
-from ..kernels.rotations import JIT
+from ..kernels.settings import JIT
 from .arrays import LIN, MAXROWS
 
 DROP = 1e-7

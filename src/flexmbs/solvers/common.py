@@ -4,7 +4,7 @@ import numpy as np
 from numba import njit
 
 from ..kernels.dynamics import normalize_quaternions, rhs
-from ..kernels.rotations import JIT
+from ..kernels.settings import JIT
 
 OK, SINGULAR, STEP_TOO_SMALL, NOT_FINITE, NEWTON_FAILED, DIVERGED, LOOP_OPEN = 0, 1, 2, 3, 4, 5, 6
 MESSAGES = {

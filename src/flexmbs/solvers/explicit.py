@@ -3,7 +3,7 @@
 import numpy as np
 from numba import njit
 
-from ..kernels.rotations import JIT
+from ..kernels.settings import JIT
 from .common import OK, STEP_TOO_SMALL, check_state, error_norm, f_eval, project
 
 # Dormand-Prince 5(4) tableau

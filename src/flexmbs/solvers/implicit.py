@@ -29,7 +29,7 @@ import numpy as np
 from numba import njit
 
 from ..kernels.linalg import lu_factor, lu_solve
-from ..kernels.rotations import JIT
+from ..kernels.settings import JIT
 from .common import OK, SINGULAR, STEP_TOO_SMALL, check_state, error_norm, f_eval, jacobian_fd, project
 
 # ROS34PW2 as given by Rang & Angermann (2005): alpha (stage abscissae weights),
@@ -75,14 +75,14 @@ def ros_advance(S, W, t, x, t_end, h, h_max, h_min, rtol, atol, scale, jac_move,
     Jacobians and factorisations), hf (1: step of the factorisation [s]) persist between calls.
     scale: state scales for the difference increments and the move test; jac_move: JAC_MOVE (a
     larger value keeps the Jacobian longer). Returns (status, h_next, nsteps, nrejected).
+
+    The integrator's memory comes as plain arrays, not in a box: the Stepper saves and restores
+    them (an FMU's state), and a box passed between these functions, which run with numba's
+    runtime, would cost a reference count at every call.
     """
-    nx = x.size
     nsteps = 0
     nrej = 0
     f0 = K[4]
-    fx = K[5]
-    xj = K[6]
-    nq = S.nq
     have_f0 = False
     fresh = False  # the Jacobian was taken at the current x
     nfail = 0      # consecutive rejections
@@ -90,76 +90,22 @@ def ros_advance(S, W, t, x, t_end, h, h_max, h_min, rtol, atol, scale, jac_move,
         h_want = min(h, h_max)
         h = min(h_want, t_end - t)
         last = h >= t_end - t
-        st = OK
         if not have_f0:
             st = f_eval(S, W, t, x, inputs, f0)
             if st != OK:
                 return st, h, nsteps, nrej
             have_f0 = True
-        if memo[JAC_OK] == 1:
-            for i in range(nq):
-                if abs(x[i] - xj[i]) > jac_move * scale[i]:
-                    memo[JAC_OK] = 0
-                    break
-        if memo[JAC_OK] == 0:
-            st = jacobian_fd(S, W, t, x, f0, inputs, scale, Jac, xs, fx)
-            if st != OK:
-                return st, h, nsteps, nrej
-            memo[JAC_OK] = 1
-            memo[LU_OK] = 0
-            for i in range(nx):
-                xj[i] = x[i]
-            memo[N_JAC] += 1
-            fresh = True
-        if memo[LU_OK] == 0 or abs(h - hf[0]) > 1e-6 * hf[0]:
-            d = 1.0 / (h * GAMMA)
-            for i in range(nx):
-                for j in range(nx):
-                    LU[i, j] = -Jac[i, j]
-                LU[i, i] += d
-            memo[N_LU] += 1
-            hf[0] = h
-            if lu_factor(LU, piv):
-                memo[LU_OK] = 1
-            else:
-                memo[LU_OK] = 0
-                st = SINGULAR
+        st, renewed = _jacobian(S, W, t, x, inputs, scale, jac_move, K, Jac, xs, memo)
+        if st != OK:
+            return st, h, nsteps, nrej
+        fresh = fresh or renewed
+        st = _factor(h, Jac, LU, piv, memo, hf)
         if st == OK:
-            for s in range(NSTAGE):
-                if s == 0:
-                    for i in range(nx):
-                        fx[i] = f0[i]
-                else:
-                    for i in range(nx):
-                        acc = x[i]
-                        for j in range(s):
-                            acc += A_T[s, j] * K[j, i]
-                        xs[i] = acc
-                    st = f_eval(S, W, t + C_STAGE[s] * h, xs, inputs, fx)
-                    if st != OK:
-                        break
-                for i in range(nx):
-                    acc = fx[i]
-                    for j in range(s):
-                        acc += (C_T[s, j] / h) * K[j, i]
-                    K[s, i] = acc
-                lu_solve(LU, piv, K[s])
-        en = 1e10
-        if st == OK:
-            for i in range(nx):
-                acc = x[i]
-                e = 0.0
-                for j in range(NSTAGE):
-                    acc += M_T[j] * K[j, i]
-                    e += E_T[j] * K[j, i]
-                xs[i] = acc
-                err[i] = e
-            en = error_norm(err, x, xs, atol, rtol)
-            if not np.isfinite(en):
-                en = 1e10
+            st = _stages(S, W, t, x, h, inputs, K, LU, piv, xs)
+        en = _error(x, K, xs, err, atol, rtol) if st == OK else 1e10
         if en <= 1.0:
             t = t_end if last else t + h
-            for i in range(nx):
+            for i in range(x.size):
                 x[i] = xs[i]
             project(S, x)
             st = check_state(S, x)
@@ -187,3 +133,95 @@ def ros_advance(S, W, t, x, t_end, h, h_max, h_min, rtol, atol, scale, jac_move,
             if h < h_min:
                 return (STEP_TOO_SMALL if st == OK else st), h, nsteps, nrej
     return OK, h, nsteps, nrej
+
+
+@njit(**JIT)
+def _jacobian(S, W, t, x, inputs, scale, jac_move, K, Jac, xs, memo):
+    """Renew the Jacobian Jac at (t, x) (f(t, x) in K[4]) when it is not valid or a position
+    state moved by more than jac_move times its scale since it was taken (at K[6]).
+    Returns (status, whether it was renewed)."""
+    f0 = K[4]
+    fx = K[5]
+    xj = K[6]
+    if memo[JAC_OK] == 1:
+        for i in range(S.nq):
+            if abs(x[i] - xj[i]) > jac_move * scale[i]:
+                memo[JAC_OK] = 0
+                break
+    if memo[JAC_OK] == 1:
+        return OK, False
+    st = jacobian_fd(S, W, t, x, f0, inputs, scale, Jac, xs, fx)
+    if st != OK:
+        return st, False
+    memo[JAC_OK] = 1
+    memo[LU_OK] = 0
+    for i in range(x.size):
+        xj[i] = x[i]
+    memo[N_JAC] += 1
+    return OK, True
+
+
+@njit(**JIT)
+def _factor(h, Jac, LU, piv, memo, hf):
+    """Factor I/(h gamma) - Jac into LU, piv unless the factors of step hf[0] serve (to 1e-6 of
+    it). Returns OK or SINGULAR."""
+    if memo[LU_OK] != 0 and not abs(h - hf[0]) > 1e-6 * hf[0]:
+        return OK
+    nx = Jac.shape[0]
+    d = 1.0 / (h * GAMMA)
+    for i in range(nx):
+        for j in range(nx):
+            LU[i, j] = -Jac[i, j]
+        LU[i, i] += d
+    memo[N_LU] += 1
+    hf[0] = h
+    if lu_factor(LU, piv):
+        memo[LU_OK] = 1
+        return OK
+    memo[LU_OK] = 0
+    return SINGULAR
+
+
+@njit(**JIT)
+def _stages(S, W, t, x, h, inputs, K, LU, piv, xs):
+    """The stages U_0..U_3 of a step h from (t, x) into K[0..3] (f(t, x) in K[4], K[5] scratch).
+    Returns the status of the right-hand sides."""
+    nx = x.size
+    f0 = K[4]
+    fx = K[5]
+    for s in range(NSTAGE):
+        if s == 0:
+            for i in range(nx):
+                fx[i] = f0[i]
+        else:
+            for i in range(nx):
+                acc = x[i]
+                for j in range(s):
+                    acc += A_T[s, j] * K[j, i]
+                xs[i] = acc
+            st = f_eval(S, W, t + C_STAGE[s] * h, xs, inputs, fx)
+            if st != OK:
+                return st
+        for i in range(nx):
+            acc = fx[i]
+            for j in range(s):
+                acc += (C_T[s, j] / h) * K[j, i]
+            K[s, i] = acc
+        lu_solve(LU, piv, K[s])
+    return OK
+
+
+@njit(**JIT)
+def _error(x, K, xs, err, atol, rtol):
+    """The step's solution into xs, its error estimate into err, and the weighted norm of the
+    error (1e10 when not finite)."""
+    for i in range(x.size):
+        acc = x[i]
+        e = 0.0
+        for j in range(NSTAGE):
+            acc += M_T[j] * K[j, i]
+            e += E_T[j] * K[j, i]
+        xs[i] = acc
+        err[i] = e
+    en = error_norm(err, x, xs, atol, rtol)
+    return en if np.isfinite(en) else 1e10

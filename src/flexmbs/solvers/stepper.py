@@ -12,8 +12,7 @@ from ..arguments import number, tolerances
 from ..loops import TOL as LOOP_TOL
 from ..loops import Loops, free_columns, project_positions, project_velocities
 from ..model.elements import METHODS
-from ..flex.invariants import body_size
-from ..system import System
+from ..system import System, state_scales
 from ..kernels.entry import apply_prescribed
 from .common import DOPRI5, IMPLICIT, LOOP_OPEN, MESSAGES, OK, RK4, f_eval, jacobian_fd
 from .explicit import dopri5_advance, rk4_advance
@@ -29,41 +28,6 @@ class SolverError(RuntimeError):
         self.time = time
         self.partial = None
         super().__init__(f"at t = {time:.6g} s (end of the failing step): {MESSAGES.get(status, 'solver failure')}{detail}")
-
-
-def state_scales(system: System) -> np.ndarray:
-    """Typical magnitude of each state [q; u]: the error norm's absolute scale (atol = rtol times
-    this) and the finite-difference increments.
-
-    The norm measures what a user reads. Joint coordinates and quaternions: 1 (rad or m); joint
-    rates: 1 (rad/s or m/s). Modal coordinate k of a body of size L [m] (body_size): L / a_k,
-    with a_k [m] the largest nodal translation of mode k per unit coordinate, so an error of
-    rtol in the weighted coordinate is a deflection error of rtol L at the body's nodes, the
-    same as a joint-angle error of rtol rad at a lever of L (a mode that twists the sections
-    without translating the nodes: a_k = L times its largest section rotation). Its rate: that scale times
-    max(1 rad/s, omega_k), the deflection rate of a vibration of amplitude L / a_k, so the rate
-    error counts as the deflection error it causes within 1/omega_k. (The former weighting at
-    1e-3 of this scale made dopri5 take twice the steps on Huang's arm at rtol 1e-6, for joint
-    angles 40x more accurate than asked: docs/work-precision.md.)
-    """
-    S = system.arrays
-    xs = np.ones(S.nq + S.nv)
-    for name, (e0, n) in system.body_eta.items():
-        d = system.flex[name]
-        dpn = d.dofs_per_node
-        # translations of every node: the first three DOFs of each node's block; a mode that
-        # only turns the sections (pure torsion: translations at round-off) is measured by its
-        # rotations (beams: DOFs 4-6) times the body's size instead, not given a scale of ~1e12
-        blocks = d.nodal_modes.reshape(-1, dpn, n)
-        amp = np.sqrt((blocks[:, :3, :] ** 2).sum(axis=1)).max(axis=0)
-        if dpn == 6:
-            turn = body_size(d) * np.sqrt((blocks[:, 3:, :] ** 2).sum(axis=1)).max(axis=0)
-            amp = np.where(amp < 1e-6 * turn, turn, amp)
-        eta_scale = body_size(d) / np.maximum(amp, 1e-300)
-        xs[e0:e0 + n] = eta_scale
-        v0 = S.nq + S.ev[system.bodies.index(name)]
-        xs[v0:v0 + n] = eta_scale * np.maximum(d.freqs, 1.0)
-    return xs
 
 
 class StabilityWarning(RuntimeWarning):
