@@ -15,7 +15,7 @@ its children, getrusage) and wall time of the whole process, min / median / max 
 * standalone: the --standalone build through the C host (tests/c_host.c) with an environment
               holding only an empty HOME and PATH=/usr/bin:/bin;
 * generic:    what numba's generic CPU target (the kernels an FMU carries) costs in speed:
-              `flexmbs.simulate` of the model for 1 s, in processes alternating between the
+              `flexmbs.simulate` of the model for 10 s, in processes alternating between the
               host CPU's kernels and the generic ones (both cached), 5 timed runs each; the
               ratio generic / host of the per-process best CPU times, min / median / max;
 * simulate:   `flexmbs.simulate` of the model for one output step from an empty numba cache
@@ -75,7 +75,7 @@ flexmbs.simulate(model, t_end=0.01)
 best = float("inf")
 for _ in range(5):
     start = time.process_time()
-    flexmbs.simulate(model, t_end=1.0)
+    flexmbs.simulate(model, t_end=10.0)
     best = min(best, time.process_time() - start)
 print(best)
 """
@@ -93,7 +93,7 @@ def generic_cost(model: str, rounds: int) -> dict:
                                  check=True)
             times[target].append(float(run.stdout.split()[-1]))
     ratios = [g / h for g, h in zip(times["generic"], times["host"])]
-    print(f"generic     1 s of {model}: host {spread(times['host'])} s, generic {spread(times['generic'])} s of CPU; "
+    print(f"generic     10 s of {model}: host {spread(times['host'])} s, generic {spread(times['generic'])} s of CPU; "
           f"generic / host {spread(ratios)} ({rounds} rounds)", flush=True)
     return {"case": "generic", **times, "ratio": ratios}
 
@@ -173,11 +173,11 @@ def cold_simulate(model: str, work: Path) -> dict:
     rows = compile_table(log, home / "cache")
     print(f"simulate    CPU {cpu:6.1f} s   wall {wall:6.1f} s   from an empty cache: {len(rows)} functions compiled, "
           f"{sum(r['own_seconds'] for r in rows):.1f} s of CPU in numba")
-    print("\n  own s  incl s  cached MB  depth  function (first argument type)")
+    print("\n  own s  incl s  cached MB  depth  function (the entry points Python calls first, then by own time)")
     for r in sorted(rows, key=lambda r: (-r["seconds"] if r["depth"] == 0 else 0, -r["own_seconds"]))[:40]:
-        first = r["signature"].split("(", 2)[-1][:40]
-        print(f"  {r['own_seconds']:5.1f}  {r['seconds']:6.1f}  {r['cached_MB']:9.1f}  {r['depth']:5d}  "
-              f"{r['function']} ({first})")
+        print(f"  {r['own_seconds']:5.1f}  {r['seconds']:6.1f}  {r['cached_MB']:9.1f}  {r['depth']:5d}  {r['function']}")
+    for r in rows:
+        r["signature"] = r["signature"][:120]
     return {"case": "simulate", "cpu_s": [cpu], "wall_s": [wall], "compiles": rows}
 
 

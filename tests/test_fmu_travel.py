@@ -5,7 +5,8 @@
     kernels it carries); with another minor version it compiles, and says so first;
 (b) from a C host after the virtual environment it was built in is gone (the build record
     names a missing interpreter: the front end finds one on PATH); with no usable Python the
-    instantiation fails with the one command that installs what is missing;
+    instantiation fails with the one command that installs what is missing; a C host whose
+    only Python is of another minor version starts it;
 (c) the standalone build from a C host in a mount namespace where every Python installation
     is hidden, with an empty HOME: it compiles nothing;
 (d) a planted package in a world-writable or foreign cache folder is refused and never imported.
@@ -142,6 +143,15 @@ def same_venv(work) -> Path:
 
 
 @pytest.fixture(scope="module")
+def other_venv(work) -> Path:
+    """A venv of another minor version of Python with the receiver's packages (the newest)."""
+    other = _other_python()
+    if other is None:
+        pytest.skip("no Python of another minor version with a shared libpython on this machine")
+    return _venv(other, work / "venv other", pins=False)
+
+
+@pytest.fixture(scope="module")
 def c_host(work) -> Path:
     from flexmbs.fmi.frontend import compiler
 
@@ -207,15 +217,11 @@ def test_a_python_host_with_only_fmpy_is_told_what_to_install(plant, work) -> No
     assert f'"{python}" -m pip install "llvmlite" "numba>=0.59,<1"' in message, message
 
 
-def test_a_received_fmu_in_another_python_compiles_after_saying_so(plant, work) -> None:
+def test_a_received_fmu_in_another_python_compiles_after_saying_so(plant, other_venv, work) -> None:
     """(a) Another minor version: the carried kernels do not fit; the FMI logger says what
     is compiled and about how long it takes, at instantiation, and the results agree."""
-    other = _other_python()
-    if other is None:
-        pytest.skip("no Python of another minor version with a shared libpython on this machine")
-    python = _venv(other, work / "venv other", pins=False)
     home = work / "home other"
-    got = _python_host(python, plant["path"], _env(home))
+    got = _python_host(other_venv, plant["path"], _env(home))
     notice = [m for m in got["messages"] if "compiling the numba kernels" in m]
     assert notice and "s of CPU" in notice[0], got["messages"]
     assert np.max(np.abs(np.array(got["rows"]) - plant["reference"])) <= 1e-12
@@ -252,6 +258,18 @@ def test_a_c_host_finds_a_python_when_the_build_venv_is_gone(plant, same_venv, c
     assert run.returncode == 4, run.stderr
     assert "does not exist" in run.stderr and f'"{bare / "bin" / "python3"}" -m pip install' in run.stderr
     assert '"numba>=' in run.stderr and '"PyYAML>=' in run.stderr
+
+
+def test_a_c_host_starts_a_python_of_another_minor_version(plant, other_venv, c_host, work) -> None:
+    """A C host whose only Python is of another minor version than the build's: the front end
+    (compiled against the build's headers) starts it through the older initialisation API and
+    runs the plant (the kernels that interpreter compiled in the test above are reused)."""
+    env = _env(work / "home other")
+    env["PATH"] = f"{other_venv.parent}:/usr/bin:/bin"
+    run = subprocess.run(_c_args(c_host, plant["path"], work / "unpacked other"), capture_output=True, text=True,
+                         env=env, timeout=1500)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert np.max(np.abs(_rows(run.stdout) - plant["reference"])) <= 1e-12
 
 
 def _hidden(command: list[str]) -> list[str]:
@@ -315,3 +333,56 @@ def test_a_planted_package_in_the_fallback_cache_folder_is_refused(plant, work, 
     reason = "may be written by other users" if how == "writable by others" else "belongs to another user"
     assert reason in run.stderr and str(fallback) in run.stderr, run.stderr[-3000:]
     assert not marker.exists()
+
+
+def test_the_machines_own_kernels_are_preferred_to_the_carried_ones(tmp_path) -> None:
+    """ready_kernels (as the slave module runs it, before numba is imported): with every index
+    file the FMU carries already cached for the host CPU, numba keeps the host's kernels; with
+    one missing, the carried generic ones are put in place (verified) and numba is told to use
+    the generic CPU; a carried file that does not match its digest is refused."""
+    import hashlib
+
+    from flexmbs.fmi.build import _chooser_source
+
+    carried = tmp_path / "kernels"
+    names = ["flexmbs/solvers/common.f_eval-49.py311.nbi", "flexmbs/solvers/common.f_eval-49.py311.1.nbc"]
+    for name in names:
+        (carried / name).parent.mkdir(parents=True, exist_ok=True)
+        (carried / name).write_bytes(name.encode())
+    here = "%d.%d" % sys.version_info[:2]
+    manifest = {"python": here, "numba": version("numba"), "machine": __import__("platform").machine(),
+                "files": {n: hashlib.sha256(n.encode()).hexdigest() for n in names}, "index": names[:1],
+                "seconds": 10.0}
+    code = textwrap.dedent("""
+        import hashlib, importlib.abc, importlib.metadata, importlib.util, json, logging, os, platform, re, stat
+        import sys, tempfile
+        from pathlib import Path
+        exec(open(sys.argv[1]).read())
+        notice = ready_kernels(Path(sys.argv[2]), Path(sys.argv[3]), json.loads(sys.argv[4]))
+        print(json.dumps([notice, os.environ.get("NUMBA_CPU_NAME"), "numba" in sys.modules]))
+    """)
+    source = tmp_path / "chooser.py"
+    source.write_text("from __future__ import annotations\n" + _chooser_source())
+
+    def ready(cache: Path, kernels: dict) -> list:
+        env = {k: v for k, v in os.environ.items() if k != "NUMBA_CPU_NAME"}
+        env["NUMBA_CACHE_DIR"] = str(cache)
+        run = subprocess.run([sys.executable, "-c", code, str(source), str(carried), str(tmp_path),
+                              json.dumps(kernels)], capture_output=True, text=True, env=env)
+        assert run.returncode == 0 or "damaged" in run.stderr, run.stderr
+        return json.loads(run.stdout) if run.returncode == 0 else ["damaged", None, False]
+
+    host = tmp_path / "with host"
+    (host / "host" / names[0]).parent.mkdir(parents=True)
+    (host / "host" / names[0]).write_bytes(b"the host's own index")
+    assert ready(host, manifest) == ["", None, False]
+    assert not (host / "generic").exists()
+    fresh = tmp_path / "without"
+    assert ready(fresh, manifest) == ["", "generic", False]
+    assert all((fresh / "generic" / n).read_bytes() == n.encode() for n in names)
+    assert oct((fresh / "generic").stat().st_mode)[-3:] == "700"
+    bad = dict(manifest, files={**manifest["files"], names[1]: "0" * 64})
+    assert ready(tmp_path / "bad", bad)[0] == "damaged"
+    other = dict(manifest, python="2.7")
+    notice, cpu, _ = ready(tmp_path / "other", other)
+    assert "compiling the numba kernels" in notice and "Python 2.7" in notice and cpu is None

@@ -438,7 +438,7 @@ static int probe(const char *python, const char *script, Runtime *r, char *why, 
         snprintf(why, nwhy, "%.200s does not exist or cannot be run", python);
         return 0;
     }
-    if (pipe(fd) != 0) {
+    if (pipe2(fd, O_CLOEXEC) != 0) {   /* not inherited by what other threads of the host start */
         snprintf(why, nwhy, "no pipe for the probe");
         return 0;
     }

@@ -59,7 +59,7 @@ def build_command(model_files: Sequence[str], build_all: bool, blocks: Sequence[
             click.echo(f"FAILED {what}: {_message(exc)}", err=True)
             continue
         check = "not validated" if no_check else "valid (fmpy validate, fmutool -check)"
-        size = built.path.stat().st_size / 2**20
+        size = built.path.stat().st_size / 1e6
         click.echo(f"{built.path}: {built.n_inputs} inputs, {built.n_parameters} parameters, "
                    f"{built.n_outputs} outputs, {size:.1f} MB; {check}")
     if failed:

@@ -50,7 +50,10 @@ for method in ("rk4", "dopri5", "implicit"):
     for k in range(3):
         fmu.getReal(outputs[:1])      # a state output alone: the state level
         fmu.getReal(outputs)          # every output: the full evaluation
-        fmu.doStep(currentCommunicationPoint=k * h, communicationStepSize=h)
+        try:
+            fmu.doStep(currentCommunicationPoint=k * h, communicationStepSize=h)
+        except Exception:             # a step this method refuses (too stiff): its kernels are compiled
+            break
     fmu.terminate()
     fmu.freeInstance()
 shutil.rmtree(folder, ignore_errors=True)
