@@ -8,7 +8,7 @@ Cases, each in new processes with an empty HOME (so an empty cache), CPU time (t
 its children, getrusage) and wall time of the whole process, min / median / max over --runs:
 
 * same:       the FMU in a second virtual environment of this Python holding only numpy,
-              scipy, numba, llvmlite, pyyaml and fmpy (the versions installed here), through
+              scipy, numba, llvmlite, pyyaml, threadpoolctl and fmpy (the versions installed here), through
               fmpy: instantiate, initialise, one step; it loads the kernels it carries;
 * other:      the same from another minor version of Python (the newest found with pyenv or
               on PATH), which compiles the kernels (one run: minutes);
@@ -129,7 +129,7 @@ def runs(name: str, cmd: list[str], n: int, work: Path, extra: dict | None = Non
 
 def venv(python: str, folder: Path, pins: bool) -> Path:
     subprocess.run([python, "-m", "venv", str(folder)], check=True)
-    dists = ("numpy", "scipy", "numba", "llvmlite", "PyYAML", "FMPy")
+    dists = ("numpy", "scipy", "numba", "llvmlite", "PyYAML", "threadpoolctl", "FMPy")
     subprocess.run([str(folder / "bin" / "python"), "-m", "pip", "install", "-q",
                     *(f"{d}=={version(d)}" if pins else d for d in dists)], check=True)
     return folder / "bin" / "python"
@@ -175,7 +175,8 @@ def cold_simulate(model: str, work: Path) -> dict:
           f"{sum(r['own_seconds'] for r in rows):.1f} s of CPU in numba")
     print("\n  own s  incl s  cached MB  depth  function (the entry points Python calls first, then by own time)")
     for r in sorted(rows, key=lambda r: (-r["seconds"] if r["depth"] == 0 else 0, -r["own_seconds"]))[:40]:
-        print(f"  {r['own_seconds']:5.1f}  {r['seconds']:6.1f}  {r['cached_MB']:9.1f}  {r['depth']:5d}  {r['function']}")
+        print(f"  {r['own_seconds']:5.1f}  {r['seconds']:6.1f}  {r['cached_MB']:9.1f}  {r['depth']:5d}  "
+              f"{r['function']}")
     for r in rows:
         r["signature"] = r["signature"][:120]
     return {"case": "simulate", "cpu_s": [cpu], "wall_s": [wall], "compiles": rows}

@@ -1,7 +1,7 @@
 """A received FMU (issue "The FMU travels"): built here, run where the build's Python is not.
 
 (a) from a second virtual environment at another path holding only numpy, scipy, numba,
-    pyyaml and fmpy, with an empty cache: with this Python version it compiles nothing (the
+    pyyaml, threadpoolctl and fmpy, with an empty cache: with this Python version it compiles nothing (the
     kernels it carries); with another minor version it compiles, and says so first;
 (b) from a C host after the virtual environment it was built in is gone (the build record
     names a missing interpreter: the front end finds one on PATH); with no usable Python the
@@ -39,7 +39,7 @@ INPUTS = {"shoulder.tau": 0.3, "elbow.tau": -0.1}
 OUTS = ["shoulder.q", "elbow.q", "shoulder.qd", "elbow.qd", "energy.total"]
 H, N = 0.01, 10
 # what a receiver installs: the FMU carries our sources and pythonfmu's
-RECEIVER = ("numpy", "scipy", "numba", "llvmlite", "PyYAML", "FMPy")
+RECEIVER = ("numpy", "scipy", "numba", "llvmlite", "PyYAML", "threadpoolctl", "FMPy")
 
 # a Python host: the FMU through fmpy, the rows and every message of the FMI logger
 HOST = textwrap.dedent(f"""

@@ -682,8 +682,8 @@ static int ensure_python(const char *resources, char *why, size_t nwhy)
     }
     snprintf(why, nwhy, "no Python that can run this FMU was found (this process runs none). %s%.300s. Tried: "
              "%.600s%s", fix[0] ? "Install what is missing with: " : "Set FLEXMBS_PYTHON to a Python with a shared "
-             "libpython and numpy, scipy, numba and pyyaml, or rebuild the FMU with --standalone", fix, reasons,
-             env && env[0] ? "" : "; FLEXMBS_PYTHON is not set");
+             "libpython and the packages the FMU needs (numpy, scipy, numba, ...), or rebuild it with --standalone", fix,
+             reasons, env && env[0] ? "" : "; FLEXMBS_PYTHON is not set");
     return 0;
 }
 

@@ -60,12 +60,12 @@ RUNTIME_PACKAGES = ("flexmbs", "flexmbs_fmu", "pythonfmu")
 COMPONENTS: dict[str, type[Component]] = {c.NAME: c for c in (DCMotor, PIDController, Trajectory)}
 
 PLANT_NOTES = [
-    "The FMU runs Python inside the host process, with numpy, scipy, numba and pyyaml; its own sources (flexmbs, "
-    "pythonfmu's runtime) and its numba kernels, compiled for a generic x86-64 CPU and this Python minor version, "
-    "travel inside it. A Python host needs those four packages; a C host on Linux finds a Python itself (the one "
-    "named in <code>resources/flexmbs_python.txt</code>, then <code>$FLEXMBS_PYTHON</code>, then python3 on "
-    "<code>PATH</code>) and says what is missing. A <code>--standalone</code> build carries its Python and needs "
-    "nothing. Windows: the folder of <code>python3X.dll</code> on <code>PATH</code>.",
+    "The FMU runs Python inside the host process, with numpy, scipy, numba, pyyaml and threadpoolctl; its own "
+    "sources (flexmbs, pythonfmu's runtime) and its numba kernels, compiled for a generic x86-64 CPU and this "
+    "Python minor version, travel inside it. A Python host needs those packages; a C host on Linux finds a "
+    "Python itself (the one named in <code>resources/flexmbs_python.txt</code>, then <code>$FLEXMBS_PYTHON</code>, "
+    "then python3 on <code>PATH</code>) and says what is missing. A <code>--standalone</code> build carries its "
+    "Python and needs nothing. Windows: the folder of <code>python3X.dll</code> on <code>PATH</code>.",
     "Every FMI call is checked against the FMI 2.0 state machine and its arguments (GUID, resource location, "
     "finite times and steps, value references): a wrong call returns fmi2Error with a logged message and changes "
     "nothing.",

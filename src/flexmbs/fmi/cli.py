@@ -28,7 +28,7 @@ from .build import COMPONENTS, BuildError, build, build_component
               help="Folder for the FMUs (<model name>.fmu, <block>.fmu).")
 @click.option("--no-check", is_flag=True, help="Skip fmpy validate and fmutool -check (not recommended).")
 @click.option("--standalone", is_flag=True,
-              help="Carry a Python runtime (libpython, its standard library, numpy, scipy, numba, llvmlite, pyyaml) "
+              help="Carry a Python runtime (libpython, its standard library, numpy, scipy, numba, llvmlite, ...) "
                    "so that a Linux x86-64 host without Python runs the FMU (docs/fmu.md, 'Handing an FMU over').")
 @click.option("--no-kernels", is_flag=True,
               help="Do not carry the plant's compiled kernels (a smaller FMU that compiles them on first use on "

@@ -6,7 +6,7 @@ a Linux host with no Python runs it with nothing to set: resources/runtime holds
   ctypes, zlib for llvmlite, ...), loaded first by the front end;
 - lib/pythonX.Y: the standard library without what an FMU never runs (tests, IDLE, Tk, curses,
   2to3, ensurepip, the static library), and site-packages with the distributions the slave
-  imports at module level and theirs (numpy, scipy, numba, llvmlite, PyYAML), without their
+  imports at module level and theirs (numpy, scipy, numba, llvmlite, PyYAML, threadpoolctl), without their
   tests; of scipy only the subpackages our sources import (and what those import);
 - every .py compiled to unchecked-hash bytecode, so the first start compiles no Python;
 - flexmbs_runtime.txt: the version, the libpython and the libraries to load first, for the
