@@ -381,21 +381,50 @@ def test_the_fmu_imports_the_installed_package_when_it_is_identical(fmu_path) ->
     assert Path(run.stdout.split()[-1]).parent == Path(flexmbs_fmu.__file__).parent
 
 
-def test_the_bundle_cache_is_checked_against_its_digest(fmu_path, tmp_path) -> None:
-    """FLEXMBS_FMU_SOURCES=bundle: the FMU's own copy, through the per-user cache; a changed
-    file in that cache is noticed, reported and replaced before anything is imported."""
+def test_the_bundled_sources_are_checked_against_their_digest(fmu_path, tmp_path) -> None:
+    """FLEXMBS_FMU_SOURCES=bundle: the FMU's own copy, read from its resources and checked
+    against its digest before anything of it is imported; a changed file makes the
+    instantiation fail with a message that says so, and the changed code never runs."""
+    path = fmu_path("dc_motor")
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), "FLEXMBS_FMU_SOURCES": "bundle"}
-    script = _sources_script(fmu_path("dc_motor"))
-    first = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
+    first = subprocess.run([sys.executable, "-c", _sources_script(path)], capture_output=True, text=True, env=env,
+                           timeout=300)
     assert first.returncode == 0, first.stderr
     used = Path(first.stdout.split()[-1])
-    assert tmp_path / "cache" / "flexmbs" / "bundles" in used.parents
-    motor = used.parent / "motor.py"
-    motor.write_text(motor.read_text() + "\nraise SystemExit('tampered copy imported')\n")
-    again = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
-    assert again.returncode == 0, again.stderr
-    assert "do not match their digest" in again.stderr
-    assert "tampered" not in motor.read_text()
+    assert used.parts[-4:] == ("resources", "python", "flexmbs_fmu", "__init__.py"), used
+    folder = tmp_path / "fmu"
+    extract(path, unzipdir=str(folder))
+    marker = tmp_path / "tampered"
+    motor = folder / "resources" / "python" / "flexmbs_fmu" / "motor.py"
+    motor.write_text(motor.read_text() + f"\nopen({str(marker)!r}, 'w').close()\n")
+    made, messages = _instantiate_folder(path, folder, env)
+    assert not made and "do not match their digest" in messages, messages
+    assert not marker.exists()
+
+
+def _instantiate_folder(path: str, folder: Path, env: dict) -> tuple[bool, str]:
+    """fmi2Instantiate of the FMU `path` unpacked in `folder`, in a new process with `env`:
+    (an instance was made, the messages logged)."""
+    script = textwrap.dedent(f"""
+        from fmpy import read_model_description
+        from fmpy.fmi2 import FMU2Slave, fmi2CallbackFunctions, fmi2CallbackLoggerTYPE
+        md = read_model_description({path!r})
+        msgs = []
+        cb = fmi2CallbackFunctions()
+        cb.logger = fmi2CallbackLoggerTYPE(lambda env, name, status, cat, msg: msgs.append(msg.decode()))
+        fmu = FMU2Slave(guid=md.guid, unzipDirectory={str(folder)!r},
+                        modelIdentifier=md.coSimulation.modelIdentifier, instanceName="x")
+        try:
+            fmu.instantiate(callbacks=cb, loggingOn=True)
+            print("INSTANCE")
+        except Exception:
+            print("NULL")
+        print("|".join(msgs))
+    """)
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=600)
+    assert run.returncode == 0, run.stderr
+    first, _, rest = run.stdout.partition("\n")
+    return first == "INSTANCE", rest
 
 
 def test_an_unwritable_cache_folder_falls_back_to_a_temporary_one(tmp_path, caplog, monkeypatch) -> None:

@@ -71,7 +71,7 @@ def test_serialised_state_continues_identically_in_a_new_process(fmu_path, tmp_p
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=900, env=env)
     assert run.returncode == 0, run.stderr
     out = json.loads(run.stdout.strip().splitlines()[-1])
-    assert "bundles" in Path(out["flexmbs"]).parts, out["flexmbs"]
+    assert Path(out["flexmbs"]).parts[-4:] == ("resources", "python", "flexmbs", "__init__.py"), out["flexmbs"]
     assert np.array_equal(np.array(out["rows"]), here)
 
 

@@ -1,35 +1,51 @@
-"""Which flexmbs sources an FMU imports: the installed packages when they are the very sources
-the FMU carries (same digest), else the FMU's bundled copy, through a per-user cache folder
-whose files are checked against the digest before anything is imported from it.
+"""What an FMU checks and prepares before it imports flexmbs: the Python packages it needs, the
+sources it runs (the installed packages when they are the very sources the FMU carries, else
+the FMU's own copy, verified and served from memory) and the compiled kernels it carries.
 
-numba keys its cache of compiled kernels by source path: importing the installed package
-reuses the kernels any earlier run compiled (a bundled copy at another path recompiles all of
-them once, about 165 s). The functions below use the standard library only, because they run
-before flexmbs can be imported; build.py writes their source into each generated slave module.
+- The FMU's own copy (resources/python) is read once, checked against its digest and imported
+  from those bytes only (`VerifiedSources`, a finder for our packages alone): nothing of that
+  folder is put on sys.path, no other file of it is ever imported, and a bytecode file planted
+  beside a source is never read.
+- numba finds a kernel's cache by the kernel's place in the package (flexmbs._cache), so the
+  FMU's sources, wherever the host unpacks them, find the kernels it carries
+  (resources/kernels: compiled at build time for numba's generic CPU) once `ready_kernels` has
+  put them into the private numba cache folder. The machine's own (host CPU) kernels are
+  preferred where they exist.
+
+The functions below use the standard library only, because they run before flexmbs can be
+imported; build.py writes their source into each generated slave module.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.abc
+import importlib.metadata
 import importlib.util
 import logging
 import os
-import shutil
+import platform
+import re
 import sys
 from pathlib import Path
 
-from flexmbs._cache import writable_cache
+from flexmbs._cache import private_folder, source_digest, writable_cache
 
 
 def tree_digest(roots: dict, files: tuple) -> str:
     """Digest of `files` ("package/relative/path.py", the FMU's bundle), each read from the
     folder of its package in `roots` (package name -> folder), by name and content. 16 hex
     digits; raises OSError when a file is missing."""
+    return _digest({name: (Path(roots[name.split("/", 1)[0]]) / name.split("/", 1)[1]).read_bytes()
+                    for name in files})
+
+
+def _digest(sources: dict) -> str:
+    """tree_digest of sources given as {"package/relative/path.py": bytes}."""
     h = hashlib.sha256()
-    for name in files:
-        package, rel = name.split("/", 1)
+    for name in sorted(sources):
         h.update(name.encode())
-        h.update((Path(roots[package]) / rel).read_bytes())
+        h.update(sources[name])
     return h.hexdigest()[:16]
 
 
@@ -40,37 +56,177 @@ def _digest_or_none(roots: dict, files: tuple):
         return None
 
 
-def choose_sources(bundle: Path, digest: str, packages: tuple, files: tuple) -> str:
+def _version_key(text: str) -> tuple:
+    """A release number as a tuple of ints ("1.26.4" -> (1, 26, 4); "2.0rc1" -> (2, 0))."""
+    found = re.match(r"\d+(\.\d+)*", text.strip())
+    return tuple(int(p) for p in found.group().split(".")) if found else ()
+
+
+def _fits(version: str, spec: str) -> bool:
+    """Whether `version` meets `spec` (clauses like ">=1.26,<3", compared by release number)."""
+    ops = {">=": lambda a, b: a >= b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b,
+           "<": lambda a, b: a < b, "==": lambda a, b: a == b, "!=": lambda a, b: a != b}
+    for clause in filter(None, (c.strip() for c in spec.split(","))):
+        op, bound = re.match(r"(>=|<=|==|!=|>|<)?\s*(.*)", clause).groups()
+        a, b = _version_key(version), _version_key(bound)
+        n = max(len(a), len(b))
+        if not ops[op or "=="](a + (0,) * (n - len(a)), b + (0,) * (n - len(b))):
+            return False
+    return True
+
+
+def missing_requirements(requires: dict) -> list:
+    """What this interpreter lacks of `requires` ({import name: (distribution, version spec)}):
+    one "distribution<spec> (why)" per package that is missing or of another version."""
+    missing = []
+    for module, (dist, spec) in requires.items():
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            missing.append(f"{dist}{spec} (not installed)")
+            continue
+        try:
+            version = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            continue    # importable without metadata (a vendored copy): accepted as it is
+        if not _fits(version, spec):
+            missing.append(f"{dist}{spec} (found {version})")
+    return missing
+
+
+def check_requirements(requires: dict) -> None:
+    """Raise ImportError naming what this interpreter lacks of `requires` and the one command
+    that installs it."""
+    missing = missing_requirements(requires)
+    if missing:
+        specs = " ".join(f'"{m.split(" (")[0]}"' for m in missing)
+        python = sys.executable or "python"
+        python = f'"{python}"' if " " in python else python
+        raise ImportError(f"this FMU runs in the host's Python ({platform.python_version()}, {sys.executable}), "
+                          f"which lacks {', '.join(missing)}. Install with: {python} -m pip install {specs}   "
+                          "(or build the FMU with --standalone: it then needs no Python)")
+
+
+class VerifiedSources(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Imports `packages` from verified bytes ({"package/relative/path.py": bytes}) and nothing
+    else: a module of these packages that is not among the sources is not found (never looked
+    for on disk). __file__ is the file under `folder` the bytes were read from."""
+
+    def __init__(self, folder: Path, packages: tuple, sources: dict) -> None:
+        self.folder, self.packages, self.sources = folder, packages, sources
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname.split(".")[0] not in self.packages:
+            return None
+        rel = fullname.replace(".", "/")
+        for name, package in ((f"{rel}/__init__.py", True), (f"{rel}.py", False)):
+            if name in self.sources:
+                return importlib.util.spec_from_file_location(
+                    fullname, str(self.folder / name), loader=self,
+                    submodule_search_locations=[] if package else None)
+        raise ModuleNotFoundError(f"No module named {fullname!r} in the FMU's verified sources", name=fullname)
+
+    def _name(self, path) -> str:
+        return Path(path).relative_to(self.folder).as_posix()
+
+    def get_data(self, path) -> bytes:
+        try:
+            return self.sources[self._name(path)]
+        except (KeyError, ValueError):
+            raise OSError(f"{path} is not one of the FMU's verified sources") from None
+
+    def get_source(self, fullname) -> str:
+        rel = fullname.replace(".", "/")
+        data = self.sources.get(f"{rel}/__init__.py", self.sources.get(f"{rel}.py"))
+        return None if data is None else importlib.util.decode_source(data)
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module) -> None:
+        source = self.get_data(module.__spec__.origin)
+        exec(compile(source, module.__spec__.origin, "exec", dont_inherit=True), module.__dict__)
+
+
+def choose_sources(bundle: Path, digest: str, packages: tuple, files: tuple) -> dict:
     """Make `packages` importable from the installed copy if its `files` have the digest
-    `digest`, else from a verified per-user copy of `bundle` (the FMU's resources/python, which
-    holds just `files`). Returns "installed", "loaded" (already imported in this process) or
-    the folder put first on sys.path."""
-    if packages[-1] in sys.modules:
-        return "loaded"
-    # FLEXMBS_FMU_SOURCES=bundle: always the FMU's own copy (to test it, or to pin a version)
+    `digest`, else from the FMU's copy `bundle` (resources/python, which holds just `files`),
+    read once and verified against the digest (VerifiedSources). Returns the folder of each
+    package ({} when they were all imported in this process already). FLEXMBS_FMU_SOURCES=bundle:
+    always the FMU's own copy (to test it, or to pin a version)."""
+    if all(p in sys.modules for p in packages):
+        return {}
     if os.environ.get("FLEXMBS_FMU_SOURCES") != "bundle":
         specs = [importlib.util.find_spec(p) for p in packages]
         if all(s is not None and s.submodule_search_locations for s in specs):
             roots = {p: list(s.submodule_search_locations)[0] for p, s in zip(packages, specs)}
             if _digest_or_none(roots, files) == digest:
-                return "installed"
-    base = writable_cache("bundles")
-    target = base / digest
-    if target.is_dir() and _digest_or_none({p: target / p for p in packages}, files) != digest:
-        logging.getLogger("flexmbs.fmu").warning(
-            "the cached sources in %s do not match their digest %s (changed or incomplete); copying them again",
-            target, digest)
-        shutil.rmtree(target, ignore_errors=True)
-    if not target.is_dir():
-        partial = base / f".{digest}.{os.getpid()}"
-        shutil.copytree(bundle, partial, dirs_exist_ok=True)
-        if _digest_or_none({p: partial / p for p in packages}, files) != digest:
-            shutil.rmtree(partial, ignore_errors=True)
-            raise RuntimeError(f"the sources inside the FMU ({bundle}) do not match their digest {digest}: "
-                               "the FMU is damaged; rebuild it")
-        try:
-            os.replace(partial, target)
-        except OSError:   # another process was first
-            shutil.rmtree(partial, ignore_errors=True)
-    sys.path.insert(0, str(target))
-    return str(target)
+                return {p: Path(r) for p, r in roots.items()}
+    try:
+        sources = {name: (bundle / name).read_bytes() for name in files}
+    except OSError as err:
+        raise RuntimeError(f"the sources inside the FMU ({bundle}) are incomplete ({err}): the FMU is damaged; "
+                           "rebuild it") from None
+    if _digest(sources) != digest:
+        raise RuntimeError(f"the sources inside the FMU ({bundle}) do not match their digest {digest}: the FMU is "
+                           "damaged or was changed; rebuild it")
+    for p in packages:   # a stale half-import of another copy must not mix with this one
+        for name in [m for m in sys.modules if m == p or m.startswith(f"{p}.")]:
+            del sys.modules[name]
+    sys.meta_path.insert(0, VerifiedSources(bundle, packages, sources))
+    return {p: bundle / p for p in packages}
+
+
+def _file_digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _place_kernels(carried: Path, target: Path, files: dict) -> None:
+    """Copy the carried kernel files ({relative path: sha256}) into the private folder
+    `target`, each verified before it is put in place (a file already there with the right
+    digest is kept)."""
+    for rel, sha in files.items():
+        dest = target / rel
+        if dest.is_file() and _file_digest(dest) == sha:
+            continue
+        data = (carried / rel).read_bytes()
+        if hashlib.sha256(data).hexdigest() != sha:
+            raise RuntimeError(f"the compiled kernel {carried / rel} does not match its digest: the FMU is damaged")
+        folder = private_folder(target, *Path(rel).parent.parts)
+        partial = folder / f".{dest.name}.{os.getpid()}"
+        partial.write_bytes(data)
+        os.replace(partial, dest)
+
+
+def ready_kernels(carried: Path, root, manifest) -> str:
+    """Prepare numba's cache for the kernels of the flexmbs sources at `root`, before numba is
+    imported. `manifest` describes the kernels the FMU carries in `carried` (compiled at build
+    time for numba's generic CPU): python, numba, machine, files {path: sha256}, index (the
+    index files) and seconds (their compile time at build). Keeps the machine's own (host CPU)
+    kernels where they are all cached; else, when the carried ones fit this interpreter, puts
+    them into the cache and makes numba use the generic CPU (NUMBA_CPU_NAME=generic); else
+    returns what will be compiled and about how long it takes (to be logged before), or ''."""
+    if not manifest or root is None or "numba" in sys.modules:
+        return ""
+    cache = os.environ.get("NUMBA_CACHE_DIR")
+    base = Path(cache) if cache else writable_cache("numba", source_digest(Path(root)))
+    os.environ["NUMBA_CACHE_DIR"] = str(base)   # where flexmbs would put it (a fallback folder is chosen once)
+    if all((base / "host" / name).is_file() for name in manifest["index"]):
+        return ""
+    here = {"python": "%d.%d" % sys.version_info[:2], "machine": platform.machine()}
+    try:
+        here["numba"] = importlib.metadata.version("numba")
+    except importlib.metadata.PackageNotFoundError:
+        here["numba"] = "?"
+    if all(manifest[k] == v for k, v in here.items()):
+        _place_kernels(carried, base / "generic", manifest["files"])
+        os.environ["NUMBA_CPU_NAME"] = "generic"
+        return ""
+    return (f"compiling the numba kernels of this model for this machine: this FMU carries them compiled for Python "
+            f"{manifest['python']}, numba {manifest['numba']} on {manifest['machine']}, and this is Python "
+            f"{here['python']}, numba {here['numba']} on {here['machine']}. This takes about "
+            f"{10 * round(manifest['seconds'] / 10 + 0.5):.0f} s of CPU ({len(manifest['index'])} kernels; "
+            f"{manifest['seconds']:.0f} s on the build machine), once per machine: they are kept in {base / 'host'}. "
+            "The instantiation and the first steps are slow until then.")

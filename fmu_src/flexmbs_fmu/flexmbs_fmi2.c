@@ -18,11 +18,13 @@
  *    fmi2SetReal of inputs and fmi2GetReal of outputs run in C; outputs are computed by one
  *    Python call only when a stale one is read (first a cheap level for positions and
  *    velocities, the full evaluation only when an output that needs it is read);
- *  - a Python runtime for C hosts: when the process has none, it loads the libpython named in
- *    the record written at build time (resources/flexmbs_python.txt) with RTLD_GLOBAL and
- *    initialises it with that record's home and module paths, so no LD_PRELOAD, PYTHONHOME or
- *    PYTHONPATH is needed; that runtime is finalised at exit (atexit), before the libraries'
- *    own exit handlers;
+ *  - a Python runtime for C hosts: when the process has none, it starts the one the FMU carries
+ *    (a --standalone build), else finds an interpreter that has what the FMU needs (the build
+ *    record resources/flexmbs_python.txt, $FLEXMBS_PYTHON, python3 on PATH; "finding a Python
+ *    runtime" below), loads its libpython with RTLD_GLOBAL and initialises it with its home and
+ *    module paths, so no LD_PRELOAD, PYTHONHOME or PYTHONPATH is needed; when none fits, the
+ *    log says what each lacks and the command that installs it. That runtime is finalised at
+ *    exit (atexit), before the libraries' own exit handlers;
  *  - every Python function is looked up with dlsym once a runtime exists, so the library loads
  *    in a process without libpython and unloads cleanly (no thread, no static destructor);
  *  - errors and warnings are logged even when the host left logging off; info messages follow
@@ -39,7 +41,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <spawn.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <wchar.h>
 #include <pthread.h>
 
 #include <Python.h>
@@ -367,69 +375,184 @@ static void py_literal(char *out, size_t n, const char *s)
     out[k] = '\0';
 }
 
-/* Make sure a Python runtime runs in this process: the host's own (a Python host), or the one
-   named in the build record (a C host). Returns 0 with the reason in `why`. */
-static int ensure_python(const char *resources, char *why, size_t nwhy)
-{
-    PyApi api;
-    if (lookup(NULL, &api) && api.IsInitialized()) return 1;   /* a Python host */
+/* ------------------------------------------------------------------ finding a Python runtime (C hosts)
 
-    char record[4200];
-    snprintf(record, sizeof record, "%s/%s", resources, SHIM_RECORD);
-    FILE *f = fopen(record, "r");
-    if (!f) {
-        snprintf(why, nwhy, "this process runs no Python and the record of the interpreter the FMU was built with "
-                 "(%.300s) cannot be read", record);
-        return 0;
+   A C host has no Python in its process. The front end looks for one, in this order, and
+   takes the first that fits:
+     1. the runtime the FMU carries (resources/runtime, a --standalone build), started isolated
+        from the host's environment;
+     2. the interpreter of the build record (resources/flexmbs_python.txt);
+     3. the interpreter named by the environment variable FLEXMBS_PYTHON;
+     4. python3, then python, on PATH.
+   Each interpreter (2-4) is asked by running the FMU's probe (resources/flexmbs_probe.py) what
+   it lacks of the packages and versions the FMU needs, and where its shared libpython, home and
+   module paths are. When none fits, the reason names each candidate and the one command that
+   installs what is missing. */
+
+typedef struct {
+    char lib[4200], home[4200], exe[4200], version[32];
+    char missing[700];        /* what the interpreter lacks, "" if nothing */
+    char code[65536];         /* Python code adding the module paths (site.addsitedir) */
+    size_t used;
+} Runtime;
+
+static void runtime_init(Runtime *r)
+{
+    memset(r, 0, offsetof(Runtime, code));
+    r->used = (size_t)snprintf(r->code, sizeof r->code, "import site, sys\nfor p in [");
+}
+
+/* One "key=value" line of a record or of the probe's answer. */
+static void runtime_line(Runtime *r, const char *line)
+{
+    if (strncmp(line, "libpython=", 10) == 0) snprintf(r->lib, sizeof r->lib, "%s", line + 10);
+    else if (strncmp(line, "home=", 5) == 0) snprintf(r->home, sizeof r->home, "%s", line + 5);
+    else if (strncmp(line, "executable=", 11) == 0) snprintf(r->exe, sizeof r->exe, "%s", line + 11);
+    else if (strncmp(line, "version=", 8) == 0) snprintf(r->version, sizeof r->version, "%.20s", line + 8);
+    else if (strncmp(line, "missing=", 8) == 0) {
+        size_t k = strlen(r->missing);
+        snprintf(r->missing + k, sizeof r->missing - k, "%s%s", k ? ", " : "", line + 8);
+    } else if (strncmp(line, "path=", 5) == 0 && r->used + 2 * strlen(line) + 64 < sizeof r->code) {
+        char lit[8400];
+        py_literal(lit, sizeof lit, line + 5);
+        r->used += (size_t)snprintf(r->code + r->used, sizeof r->code - r->used, "%s, ", lit);
     }
-    char line[4200], home[4200] = "", lib[4200] = "", exe[4200] = "";
-    char code[65536];
-    size_t used = (size_t)snprintf(code, sizeof code, "import site, sys\nfor p in [");
+}
+
+static void runtime_lines(Runtime *r, FILE *f)
+{
+    char line[4200];
     while (fgets(line, sizeof line, f)) {
         line[strcspn(line, "\r\n")] = '\0';
-        if (strncmp(line, "libpython=", 10) == 0) snprintf(lib, sizeof lib, "%s", line + 10);
-        else if (strncmp(line, "home=", 5) == 0) snprintf(home, sizeof home, "%s", line + 5);
-        else if (strncmp(line, "executable=", 11) == 0) snprintf(exe, sizeof exe, "%s", line + 11);
-        else if (strncmp(line, "path=", 5) == 0 && used + 2 * strlen(line) + 16 < sizeof code) {
-            char lit[8400];
-            py_literal(lit, sizeof lit, line + 5);
-            used += (size_t)snprintf(code + used, sizeof code - used, "%s, ", lit);
-        }
+        runtime_line(r, line);
     }
-    fclose(f);
-    snprintf(code + used, sizeof code - used, "]:\n    site.addsitedir(p)\n");
-    if (!lib[0]) {
-        snprintf(why, nwhy, "the record %.300s names no libpython", record);
+    snprintf(r->code + r->used, sizeof r->code - r->used, "]:\n    site.addsitedir(p)\n");
+}
+
+/* Run `python probe` and read its answer into r; 0 with the reason when it cannot run. */
+static int probe(const char *python, const char *script, Runtime *r, char *why, size_t nwhy)
+{
+    runtime_init(r);
+    int fd[2];
+    if (access(python, X_OK) != 0) {
+        snprintf(why, nwhy, "%.200s does not exist or cannot be run", python);
         return 0;
     }
-    void *h = dlopen(lib, RTLD_NOW | RTLD_GLOBAL | RTLD_NODELETE);
+    if (pipe2(fd, O_CLOEXEC) != 0) {   /* not inherited by what other threads of the host start */
+        snprintf(why, nwhy, "no pipe for the probe");
+        return 0;
+    }
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, fd[1], 1);
+    posix_spawn_file_actions_addclose(&actions, fd[0]);
+    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+    char *argv[] = {(char *)python, (char *)script, NULL};
+    extern char **environ;
+    pid_t pid;
+    int rc = posix_spawn(&pid, python, &actions, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&actions);
+    close(fd[1]);
+    if (rc != 0) {
+        close(fd[0]);
+        snprintf(why, nwhy, "%.200s could not be started: %s", python, strerror(rc));
+        return 0;
+    }
+    FILE *f = fdopen(fd[0], "r");
+    if (f) {
+        runtime_lines(r, f);
+        fclose(f);
+    } else {
+        close(fd[0]);
+    }
+    int status = 0;
+    pid_t done;
+    do done = waitpid(pid, &status, 0); while (done < 0 && errno == EINTR);
+    if (!r->version[0]) {
+        snprintf(why, nwhy, "%.200s did not answer the FMU's probe (not a Python >= 3.8?)", python);
+        return 0;
+    }
+    return 1;
+}
+
+/* The build's headers define PyConfig for this minor version only: another version is
+   started through the older API (which 3.8-3.13 still export). */
+static int same_version(const Runtime *r)
+{
+    char mine[32];
+    snprintf(mine, sizeof mine, "%d.%d", PY_MAJOR_VERSION, PY_MINOR_VERSION);
+    return strcmp(r->version, mine) == 0;
+}
+
+static PyStatus init_config(PyApi *api, void *h, const Runtime *r, int isolated)
+{
+    PyConfig config;
+    void (*init_isolated)(PyConfig *) = (void (*)(PyConfig *))dlsym(h, "PyConfig_InitIsolatedConfig");
+    if (isolated && init_isolated) init_isolated(&config);
+    else api->InitConfig(&config);
+    config.install_signal_handlers = 0;   /* the host owns its signals */
+    config.parse_argv = 0;
+    /* a virtual environment: its executable, so that pyvenv.cfg gives the same sys.prefix and
+       site-packages; else (the carried runtime) its home */
+    PyStatus st = r->exe[0] ? api->SetBytesString(&config, &config.program_name, r->exe)
+                            : api->SetBytesString(&config, &config.home, r->home);
+    if (r->exe[0] && !api->StatusException(st)) st = api->SetBytesString(&config, &config.executable, r->exe);
+    if (!api->StatusException(st)) st = api->InitializeFromConfig(&config);
+    api->ConfigClear(&config);
+    return st;
+}
+
+static int init_legacy(void *h, const Runtime *r, char *why, size_t nwhy)
+{
+    wchar_t *(*decode)(const char *, size_t *) = (wchar_t * (*)(const char *, size_t *))dlsym(h, "Py_DecodeLocale");
+    void (*set_name)(const wchar_t *) = (void (*)(const wchar_t *))dlsym(h, "Py_SetProgramName");
+    void (*init)(int) = (void (*)(int))dlsym(h, "Py_InitializeEx");
+    if (!decode || !set_name || !init) {
+        snprintf(why, nwhy, "Python %s lacks Py_SetProgramName (it can be started only by an FMU built with it)",
+                 r->version);
+        return 0;
+    }
+    wchar_t *name = decode(r->exe, NULL);   /* kept: Python keeps a pointer to it */
+    if (!name) {
+        snprintf(why, nwhy, "the path %.200s cannot be decoded", r->exe);
+        return 0;
+    }
+    set_name(name);
+    init(0);   /* 0: no signal handlers, the host owns its signals */
+    return 1;
+}
+
+/* Load r's libpython and start it (isolated: ignore the host's PYTHON* variables). */
+static int start_runtime(const Runtime *r, int isolated, char *why, size_t nwhy)
+{
+    if (!r->lib[0]) {
+        snprintf(why, nwhy, "Python %s at %.200s has no shared libpython (built without --enable-shared)",
+                 r->version, r->exe);
+        return 0;
+    }
+    void *h = dlopen(r->lib, RTLD_NOW | RTLD_GLOBAL | RTLD_NODELETE);
+    PyApi api;
     if (!h) {
-        snprintf(why, nwhy, "this process runs no Python, and the interpreter library the FMU was built with cannot "
-                 "be loaded: %.400s (record: %.300s)", dlerror(), record);
+        snprintf(why, nwhy, "its libpython cannot be loaded: %.400s", dlerror());
         return 0;
     }
     if (!lookup(h, &api)) {
-        snprintf(why, nwhy, "%.300s lacks Python's initialisation API (Python >= 3.8 is needed)", lib);
+        snprintf(why, nwhy, "%.300s lacks Python's initialisation API (Python >= 3.8 is needed)", r->lib);
         return 0;
     }
-    if (api.IsInitialized()) return 1;
-    PyConfig config;
-    api.InitConfig(&config);
-    config.install_signal_handlers = 0;   /* the host owns its signals */
-    config.parse_argv = 0;
-    /* the interpreter the FMU was built with: its executable (so that a virtual environment's
-       pyvenv.cfg gives the same sys.prefix and site-packages), else its home */
-    PyStatus st = exe[0] ? api.SetBytesString(&config, &config.program_name, exe)
-                         : api.SetBytesString(&config, &config.home, home);
-    if (exe[0] && !api.StatusException(st)) st = api.SetBytesString(&config, &config.executable, exe);
-    if (!api.StatusException(st)) st = api.InitializeFromConfig(&config);
-    api.ConfigClear(&config);
-    if (api.StatusException(st)) {
-        snprintf(why, nwhy, "the Python runtime %.300s (home %.300s) did not start: %.300s", lib, home,
-                 st.err_msg ? st.err_msg : "no reason given");
-        return 0;
+    if (!api.IsInitialized()) {
+        if (same_version(r)) {
+            PyStatus st = init_config(&api, h, r, isolated);
+            if (api.StatusException(st)) {
+                snprintf(why, nwhy, "the Python runtime %.300s (home %.300s) did not start: %.300s", r->lib, r->home,
+                         st.err_msg ? st.err_msg : "no reason given");
+                return 0;
+            }
+        } else if (!init_legacy(h, r, why, nwhy)) {
+            return 0;
+        }
     }
-    int rc = api.RunSimpleString(code);
+    int rc = api.RunSimpleString(r->code);
     api.SaveThread();   /* release the GIL: pythonfmu takes it per call, from any thread */
     /* this library must then stay loaded until exit, where it finalises the runtime */
     Dl_info self;
@@ -439,11 +562,131 @@ static int ensure_python(const char *resources, char *why, size_t nwhy)
         atexit(finalize_started);
     }
     if (rc != 0) {
-        snprintf(why, nwhy, "the module paths of the record %.300s could not be added", record);
+        snprintf(why, nwhy, "the module paths of %.300s could not be added", r->exe[0] ? r->exe : r->home);
         return 0;
     }
     return 1;
 }
+
+/* The runtime a --standalone FMU carries: resources/runtime/flexmbs_runtime.txt names its
+   libpython and the libraries to load first (paths relative to that folder). 1 started,
+   0 failed (reason in why), -1 the FMU carries none. */
+static int carried_runtime(const char *resources, char *why, size_t nwhy)
+{
+    char dir[4200], file[4300], line[4200], path[8600];
+    snprintf(dir, sizeof dir, "%s/runtime", resources);
+    snprintf(file, sizeof file, "%s/flexmbs_runtime.txt", dir);
+    FILE *f = fopen(file, "r");
+    if (!f) return -1;
+    static Runtime r;
+    runtime_init(&r);
+    snprintf(r.home, sizeof r.home, "%s", dir);
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\r\n")] = '\0';
+        if (strncmp(line, "preload=", 8) == 0) {
+            snprintf(path, sizeof path, "%s/%s", dir, line + 8);
+            if (!dlopen(path, RTLD_NOW | RTLD_GLOBAL | RTLD_NODELETE)) {
+                snprintf(why, nwhy, "the FMU's runtime library %.300s cannot be loaded: %.400s", path, dlerror());
+                fclose(f);
+                return 0;
+            }
+        } else if (strncmp(line, "libpython=", 10) == 0) {
+            snprintf(r.lib, sizeof r.lib, "%.3900s/%.250s", dir, line + 10);
+        } else if (strncmp(line, "version=", 8) == 0) {
+            snprintf(r.version, sizeof r.version, "%.20s", line + 8);
+        }
+    }
+    fclose(f);
+    snprintf(r.code + r.used, sizeof r.code - r.used, "]:\n    site.addsitedir(p)\n");
+    if (!same_version(&r)) {
+        snprintf(why, nwhy, "the FMU's runtime is Python %s, its front end was built for another version: rebuild it",
+                 r.version);
+        return 0;
+    }
+    return start_runtime(&r, 1, why, nwhy);
+}
+
+/* Try one interpreter: 1 started; 0 not usable, with its reason appended to `reasons` and,
+   for the first one that only lacks packages, the command that installs them in `fix`. */
+static int try_python(const char *what, const char *python, const char *probe_script, char *reasons, size_t nreasons,
+                      char *fix, size_t nfix)
+{
+    static Runtime r;
+    char why[900] = "";
+    if (probe(python, probe_script, &r, why, sizeof why)) {
+        if (r.missing[0]) {
+            snprintf(why, sizeof why, "%.150s (Python %s) lacks %.650s", python, r.version, r.missing);
+            if (!fix[0]) {
+                const char *q = strchr(python, ' ') ? "\"" : "";   /* quoted for a shell if it holds a space */
+                size_t k = (size_t)snprintf(fix, nfix, "%s%s%s -m pip install", q, python, q);
+                for (char *m = r.missing; *m && k + 4 < nfix;) {   /* each "spec (why)" -> "spec" */
+                    size_t n = strcspn(m, " ");
+                    k += (size_t)snprintf(fix + k, nfix - k, " \"%.*s\"", (int)n, m);
+                    m = strstr(m, ", ");
+                    if (!m) break;
+                    m += 2;
+                }
+            }
+        } else if (start_runtime(&r, 0, why, sizeof why)) {
+            return 1;
+        }
+    }
+    size_t k = strlen(reasons);
+    snprintf(reasons + k, nreasons - k, "%s%s: %s", k ? "; " : "", what, why);
+    return 0;
+}
+
+/* The interpreter named `name` on PATH, or "" */
+static void on_path(const char *name, char *out, size_t n)
+{
+    const char *path = getenv("PATH");
+    out[0] = '\0';
+    while (path && *path) {
+        size_t len = strcspn(path, ":");
+        snprintf(out, n, "%.*s/%s", (int)len, path, name);
+        if (len && access(out, X_OK) == 0) return;
+        path += len + (path[len] == ':');
+    }
+    out[0] = '\0';
+}
+
+/* Make sure a Python runtime runs in this process: the host's own (a Python host), else the
+   first that fits of those listed above. Returns 0 with the reason in `why`. */
+static int ensure_python(const char *resources, char *why, size_t nwhy)
+{
+    PyApi api;
+    if (lookup(NULL, &api) && api.IsInitialized()) return 1;   /* a Python host */
+    int carried = carried_runtime(resources, why, nwhy);
+    if (carried >= 0) return carried;
+
+    char record[4200], script[4200], reasons[1600] = "", fix[700] = "", python[4200] = "";
+    snprintf(record, sizeof record, "%s/%s", resources, SHIM_RECORD);
+    snprintf(script, sizeof script, "%s/flexmbs_probe.py", resources);
+    static Runtime built;
+    runtime_init(&built);
+    FILE *f = fopen(record, "r");
+    if (f) {
+        runtime_lines(&built, f);
+        fclose(f);
+    }
+    if (built.exe[0] && try_python("the Python the FMU was built with", built.exe, script, reasons, sizeof reasons,
+                                   fix, sizeof fix)) return 1;
+    if (!built.exe[0]) snprintf(reasons, sizeof reasons, "the build record %.200s names no interpreter", record);
+    const char *env = getenv("FLEXMBS_PYTHON");
+    if (env && env[0] && try_python("FLEXMBS_PYTHON", env, script, reasons, sizeof reasons, fix, sizeof fix)) return 1;
+    const char *names[] = {"python3", "python"};
+    for (int i = 0; i < 2; i++) {
+        on_path(names[i], python, sizeof python);
+        if (python[0] && try_python(names[i] == names[0] ? "python3 on PATH" : "python on PATH", python, script,
+                                    reasons, sizeof reasons, fix, sizeof fix)) return 1;
+    }
+    snprintf(why, nwhy, "no Python that can run this FMU was found (this process runs none). %s%.300s. Tried: "
+             "%.600s%s", fix[0] ? "Install what is missing with: " : "Set FLEXMBS_PYTHON to a Python with a shared "
+             "libpython and the packages the FMU needs (numpy, scipy, numba, ...), or rebuild it with --standalone", fix,
+             reasons, env && env[0] ? "" : "; FLEXMBS_PYTHON is not set");
+    return 0;
+}
+
 
 /* ------------------------------------------------------------------ calling the slave (GIL held) */
 
@@ -661,6 +904,20 @@ static int create_slave(Instance *in)
     take_fast_path(in);
     return 1;
 }
+/* What the slave module says before the slave is made (NOTICE: the kernels it must compile,
+   and about how long that takes), logged as a warning so that a host shows it before a long
+   first instantiation instead of seeming hung. GIL held. */
+static void announce(Instance *in)
+{
+    PyObject *module = slave_module(in->resources);
+    PyObject *notice = module ? py.GetAttrString(module, "NOTICE") : NULL;
+    const char *text = notice ? py.AsUTF8(notice) : NULL;
+    if (text && text[0]) logf_(in, fmi2Warning, "fmi2Instantiate: %s", text);
+    if (py.ErrOccurred()) py.ErrClear();   /* a failing module is reported when the slave is made */
+    if (notice) py.DecRef(notice);
+    if (module) py.DecRef(module);
+}
+
 /* ------------------------------------------------------------------ FMI API */
 
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -724,6 +981,7 @@ EXPORT fmi2Component fmi2Instantiate(fmi2String instanceName, fmi2Type fmuType, 
         goto fail;
     }
     GIL_ENTER
+    announce(in);
     int created = create_slave(in);
     GIL_LEAVE
     if (!created) goto fail;

@@ -1,47 +1,211 @@
-"""Where numba keeps the compiled kernels: a persistent per-user cache, so a second process (or
-an FMU instantiated again) starts without recompiling."""
+"""Where numba keeps the compiled kernels: a persistent, private per-user cache, so a second
+process (or an FMU instantiated again) starts without recompiling.
+
+- Folders are created with mode 0700 and refused when another user owns them or others may
+  write to them (`private_folder`): a folder someone else could write holds nothing we load.
+- The cache of a kernel is found by the kernel's path inside the package, not by the absolute
+  path of its source (`PackageLocator`): the sources an FMU carries, wherever the host unpacks
+  them, find the kernels compiled for the same sources, including those the FMU carries itself
+  (flexmbs_fmu/bundle.py places them). Below the digest folder, one folder per CPU target:
+  `host` (numba's default, the machine's own CPU) and `generic` (NUMBA_CPU_NAME=generic, the
+  portable code an FMU carries).
+- FLEXMBS_COMPILE_LOG=<file>: every kernel numba compiles in this process is appended to that
+  file as one JSON line (function, signature, seconds), so a test or a benchmark can count
+  compiles and see where the compile time goes.
+
+The functions `source_digest`, `private_folder` and `writable_cache` use the standard library
+only: the FMU's slave module carries a copy of their source and runs it before flexmbs can be
+imported.
+"""
+
+from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
+import re
+import stat
+import sys
 import tempfile
+import time
 from pathlib import Path
 
 
-def _source_digest() -> str:
-    """Digest of every module that holds numba code (found by its numba import, so a new kernel
-    module anywhere in the package is never left out): a new version gets a fresh cache
-    folder, so a stale index (whose pickled types no longer exist) is never read."""
-    root = Path(__file__).parent
+def source_digest(root: Path) -> str:
+    """Digest of every module under `root` that holds numba code (found by a numba import and a
+    numba decorator or structref, so a new kernel module anywhere in the package is never left
+    out, while a tool that only talks to numba, like this module, is): a new version gets a
+    fresh cache folder, so a stale index (whose pickled types no longer exist) is never read.
+    numba itself checks each kernel's own file, not the files whose kernels it calls."""
     h = hashlib.sha1()
     for path in sorted(root.rglob("*.py")):
         source = path.read_bytes()
-        if b"from numba" in source or b"import numba" in source:
+        if re.search(rb"(from|import) numba", source) and re.search(rb"@\w*\.?(njit|jit|overload\w*|intrinsic)\b|"
+                                                                    rb"structref\.", source):
             h.update(path.relative_to(root).as_posix().encode())
             h.update(source)
     return h.hexdigest()[:12]
 
 
+def private_folder(base: Path, *parts: str) -> Path:
+    """base/parts, each missing folder created with mode 0700; raises PermissionError naming
+    the folder when base or a part is not a folder of this user that only this user may write
+    (another owner, group- or world-writable), or when the folder that holds base may be
+    written by others without the sticky bit (someone could swap base). OSError when it
+    cannot be created or written."""
+    uid = os.getuid() if hasattr(os, "getuid") else None
+    os.makedirs(base.parent, exist_ok=True)   # ~/.cache or the temporary folder: not ours to restrict
+    parent = os.stat(base.parent)
+    if parent.st_mode & stat.S_IWOTH and not parent.st_mode & stat.S_ISVTX:
+        raise PermissionError(f"{base.parent} may be written by any user (mode {stat.filemode(parent.st_mode)}, "
+                              "no sticky bit)")
+    folder = base
+    for part in ("", *parts):
+        folder = folder / part if part else folder
+        try:
+            os.mkdir(folder, 0o700)
+        except FileExistsError:
+            pass
+        st = os.stat(folder)
+        if not stat.S_ISDIR(st.st_mode):
+            raise NotADirectoryError(f"{folder} is not a folder")
+        if uid is not None and (st.st_uid != uid or os.lstat(folder).st_uid != uid):
+            raise PermissionError(f"{folder} belongs to another user (uid {st.st_uid}, this is uid {uid})")
+        if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            raise PermissionError(f"{folder} may be written by other users (mode {stat.filemode(st.st_mode)})")
+    probe = folder / f".probe.{os.getpid()}"
+    probe.write_bytes(b"")
+    probe.unlink()
+    return folder
+
+
 def writable_cache(*parts: str) -> Path:
-    """~/.cache (or $XDG_CACHE_HOME)/flexmbs/<parts>, created; when that cannot be written (a
-    read-only or missing home), a folder under the system's temporary directory, with a logged
-    warning. (The FMU's slave module carries a copy of this function's source: it runs before
-    flexmbs can be imported.)"""
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "flexmbs"
-    folder = base.joinpath(*parts)
+    """~/.cache (or $XDG_CACHE_HOME)/flexmbs/<parts>, created private (private_folder); when that
+    cannot be written (a read-only or missing home) or is refused, $TMPDIR/flexmbs-<uid>/<parts>
+    with the same checks, and when that is refused too (a folder another user planted there),
+    a new private temporary folder; each fallback with a logged warning that says why."""
+    log = logging.getLogger("flexmbs")
+    user = os.getuid() if hasattr(os, "getuid") else "user"
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        probe = folder / f".probe.{os.getpid()}"
-        probe.write_bytes(b"")
-        probe.unlink()
+        home = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    except RuntimeError as err:   # Path.home() without a home
+        home, why = None, err
+    candidates = ([home / "flexmbs"] if home is not None else []) + [Path(tempfile.gettempdir()) / f"flexmbs-{user}"]
+    for base in candidates:
+        try:
+            folder = private_folder(base, *parts)
+        except OSError as err:
+            why = err
+            log.warning("cache folder %s cannot be written or is not private (%s)", base.joinpath(*parts), err)
+            continue
+        if base != candidates[0]:
+            log.warning("using the cache folder %s instead", folder)
         return folder
-    except (OSError, RuntimeError) as err:   # RuntimeError: Path.home() without a home
-        user = os.getuid() if hasattr(os, "getuid") else "user"
-        fallback = Path(tempfile.gettempdir()).joinpath(f"flexmbs-{user}", *parts)
-        fallback.mkdir(parents=True, exist_ok=True)
-        logging.getLogger("flexmbs").warning("cache folder %s cannot be written (%s); using %s instead", folder,
-                                             err, fallback)
-        return fallback
+    folder = Path(tempfile.mkdtemp(prefix=f"flexmbs-{user}-"))
+    log.warning("no private cache folder could be used (%s); using the new folder %s for this process only", why,
+                folder)
+    return private_folder(folder, *parts)
+
+
+def _source_stamp(py_func, py_file: str) -> str:
+    """Content digest of a kernel's source, read through its module's loader (which serves an
+    FMU's verified sources from memory), else from the file."""
+    module = sys.modules.get(py_func.__module__)
+    loader = getattr(module, "__loader__", None)
+    try:
+        data = loader.get_data(py_file)
+    except (AttributeError, OSError, TypeError):
+        data = Path(py_file).read_bytes()
+    return hashlib.sha256(data).hexdigest()
+
+
+def _target() -> str:
+    """The cache folder of numba's CPU target in this process: `generic`, `host` or a CPU name."""
+    from numba.core import config
+
+    return (config.CPU_NAME or "host").lower()
+
+
+def _locator_class():
+    """PackageLocator, defined once numba is imported (it subclasses numba's locator)."""
+    from numba.core import caching, config
+
+    root = Path(__file__).resolve().parent
+
+    class PackageLocator(caching._CacheLocator):
+        """numba cache locator for flexmbs' kernels: <NUMBA_CACHE_DIR>/<target>/<path of the
+        kernel's folder inside the package>, with the digest of the kernel's source as stamp,
+        so that identical sources anywhere share one cache."""
+
+        def __init__(self, py_func, py_file: str, rel: Path) -> None:
+            self._py_file = py_file
+            self._lineno = py_func.__code__.co_firstlineno
+            self._parts = (_target(), root.name, *rel.parent.parts)
+            self._stamp = _source_stamp(py_func, py_file)
+
+        def ensure_cache_path(self) -> None:
+            private_folder(Path(config.CACHE_DIR), *self._parts)
+
+        def get_cache_path(self) -> str:
+            return str(Path(config.CACHE_DIR).joinpath(*self._parts))
+
+        def get_source_stamp(self) -> str:
+            return self._stamp
+
+        def get_disambiguator(self) -> str:
+            return str(self._lineno)
+
+        @classmethod
+        def from_function(cls, py_func, py_file: str):
+            if not config.CACHE_DIR:
+                return None
+            try:
+                rel = Path(py_file).resolve().relative_to(root)
+            except ValueError:
+                return None
+            self = cls(py_func, py_file, rel)
+            try:
+                self.ensure_cache_path()
+            except OSError as err:
+                logging.getLogger("flexmbs").warning("numba cache folder %s refused (%s): kernels not cached",
+                                                     self.get_cache_path(), err)
+                return None
+            return self
+
+    return PackageLocator
+
+
+class _CompileLog:
+    """numba compile-event listener: one JSON line per compiled function (module.qualname,
+    signature, inclusive and exclusive seconds, nesting depth) appended to `path`."""
+
+    def __init__(self, path: str) -> None:
+        from numba.core import event
+
+        self.path = path
+        self.stack: list[list[float]] = []   # [start, seconds spent in nested compiles]
+
+        class Listener(event.Listener):
+            def on_start(_, ev) -> None:
+                self.stack.append([time.process_time(), 0.0])
+
+            def on_end(_, ev) -> None:
+                start, nested = self.stack.pop()
+                seconds = time.process_time() - start
+                if self.stack:
+                    self.stack[-1][1] += seconds
+                fn = ev.data["dispatcher"].py_func
+                row = {"function": f"{fn.__module__}.{fn.__qualname__}", "signature": str(ev.data["args"]),
+                       "seconds": round(seconds, 4), "own_seconds": round(seconds - nested, 4),
+                       "depth": len(self.stack), "target": _target()}
+                with open(self.path, "a") as f:
+                    f.write(json.dumps(row) + "\n")
+
+        event.register("numba:compile", Listener())
+
+
+_CONFIGURED: list = []
 
 
 def numba_cache_folder() -> Path:
@@ -51,11 +215,21 @@ def numba_cache_folder() -> Path:
 
 
 def configure_numba_cache() -> None:
-    """Point numba's cache at ~/.cache/flexmbs/numba/<digest> unless NUMBA_CACHE_DIR is set."""
-    if "NUMBA_CACHE_DIR" in os.environ:
+    """Point numba's cache at ~/.cache/flexmbs/numba/<digest> unless NUMBA_CACHE_DIR is set,
+    find flexmbs' kernels there by their place in the package (PackageLocator), and log
+    compiles to $FLEXMBS_COMPILE_LOG if set. Once per process."""
+    if _CONFIGURED:
         return
-    path = str(writable_cache("numba", _source_digest()))
-    os.environ["NUMBA_CACHE_DIR"] = path
     import numba.core.config
+    from numba.core import caching
 
-    numba.core.config.CACHE_DIR = path
+    if "NUMBA_CACHE_DIR" not in os.environ:
+        path = str(writable_cache("numba", source_digest(Path(__file__).resolve().parent)))
+        os.environ["NUMBA_CACHE_DIR"] = path
+        numba.core.config.CACHE_DIR = path
+    impl = getattr(caching, "CacheImpl", None) or caching._CacheImpl   # numba < 0.61: _CacheImpl
+    locator = _locator_class()
+    impl._locator_classes = [locator, *impl._locator_classes]
+    if os.environ.get("FLEXMBS_COMPILE_LOG"):
+        _CONFIGURED.append(_CompileLog(os.environ["FLEXMBS_COMPILE_LOG"]))
+    _CONFIGURED.append(locator)

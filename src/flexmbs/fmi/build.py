@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import html
 import inspect
+import json
 import logging
 import os
 import re
@@ -26,11 +27,13 @@ import sys
 import tempfile
 import zipfile
 from dataclasses import dataclass
+from importlib import metadata
+from importlib.metadata import packages_distributions
 from pathlib import Path
 from typing import Callable, Optional, Union
 
 import flexmbs
-from flexmbs._cache import writable_cache
+from flexmbs._cache import private_folder, source_digest, writable_cache
 from flexmbs.model import Model, load_model
 from flexmbs.model.catalog import resolve
 from flexmbs.model.elements import SUPERELEMENT_FILES
@@ -43,23 +46,26 @@ from flexmbs_fmu.controller import PIDController
 from .description import documentation, guid, model_description
 from flexmbs_fmu.interface import plant_interface
 from flexmbs_fmu.motor import DCMotor
-from .closure import import_closure, package_roots
-from .frontend import RECORD, compile_front_end, record
+from .closure import import_closure, package_roots, third_party
+from .frontend import PROBE, RECORD, compile_front_end, probe_source, record
+from .kernels import carry_kernels
+from .standalone import add_runtime, build_runtime
 from flexmbs_fmu.trajectory import Trajectory
 from flexmbs_fmu.variables import Variable
 
 # The packages whose modules an FMU may bundle (what its slave imports of them).
-RUNTIME_PACKAGES = ("flexmbs", "flexmbs_fmu")
+RUNTIME_PACKAGES = ("flexmbs", "flexmbs_fmu", "pythonfmu")
 
 # The blocks that build_fmu.py --all builds next to the plants, by FMU name.
 COMPONENTS: dict[str, type[Component]] = {c.NAME: c for c in (DCMotor, PIDController, Trajectory)}
 
 PLANT_NOTES = [
-    "The FMU runs Python inside the host process: the interpreter it was built with, with numpy, scipy, numba "
-    "and pyyaml (the flexmbs sources travel inside the FMU). Python hosts (fmpy, libcosimpy) work as they are; "
-    "on Linux a C host needs nothing either: the binary starts the interpreter named in "
-    "<code>resources/flexmbs_python.txt</code> (edit it to run the FMU on another machine). Windows: the folder "
-    "of <code>python3X.dll</code> on <code>PATH</code>.",
+    "The FMU runs Python inside the host process, with numpy, scipy, numba, pyyaml and threadpoolctl; its own "
+    "sources (flexmbs, pythonfmu's runtime) and its numba kernels, compiled for a generic x86-64 CPU and this "
+    "Python minor version, travel inside it. A Python host needs those packages; a C host on Linux finds a "
+    "Python itself (the one named in <code>resources/flexmbs_python.txt</code>, then <code>$FLEXMBS_PYTHON</code>, "
+    "then python3 on <code>PATH</code>) and says what is missing. A <code>--standalone</code> build carries its "
+    "Python and needs nothing. Windows: the folder of <code>python3X.dll</code> on <code>PATH</code>.",
     "Every FMI call is checked against the FMI 2.0 state machine and its arguments (GUID, resource location, "
     "finite times and steps, value references): a wrong call returns fmi2Error with a logged message and changes "
     "nothing.",
@@ -73,9 +79,9 @@ PLANT_NOTES = [
     "fmi2Reset returns to the freshly instantiated state.",
 ]
 COMPONENT_NOTES = [
-    "The FMU runs Python inside the host process: the interpreter it was built with, with numpy and "
-    "pythonfmu's runtime (its sources travel inside the FMU); C hosts on Linux need no set-up, as for the plant "
-    "FMUs. Every FMI call is checked against the FMI 2.0 state machine and its arguments.",
+    "The FMU runs Python inside the host process, with numpy (its sources and pythonfmu's runtime travel inside "
+    "it); a C host on Linux finds a Python itself, as for the plant FMUs. Every FMI call is checked against the "
+    "FMI 2.0 state machine and its arguments.",
     "Any communication step size works; see the Outputs dependencies for direct feedthrough.",
     "NaN inputs or invalid parameters: refused with a logged message (the next step returns fmi2Discard), "
     "no crash. The state can be saved, restored and serialised; fmi2Reset returns to the fresh instance.",
@@ -84,6 +90,33 @@ COMPONENT_NOTES = [
 
 class BuildError(RuntimeError):
     """The FMU could not be built or did not validate; the message says why."""
+
+
+@dataclass
+class Carry:
+    """What an FMU carries besides its sources: its compiled kernels (a plant), a Python runtime."""
+
+    kernels: bool
+    standalone: bool
+
+
+def _carry(fmu: Path, work: Path, python_src: Path, requires: dict, carry: Carry) -> None:
+    """Add to the FMU `fmu` (built from the sources `python_src` in the folder `work`) its
+    ready-compiled kernels (resources/kernels) and the Python runtime (resources/runtime), as
+    `carry` asks. The kernels come first: they are compiled by running this FMU."""
+    try:
+        kernels = carry_kernels(fmu, python_src) if carry.kernels else None
+        runtime = build_runtime(work / "runtime", requires, python_src) if carry.standalone else None
+    except RuntimeError as err:
+        raise BuildError(f"{fmu.name.split('.')[0]}: {err}") from err
+    with zipfile.ZipFile(fmu, "a", zipfile.ZIP_DEFLATED) as z:
+        if kernels is not None:
+            manifest, files = kernels
+            for rel, path in files.items():
+                z.write(path, f"resources/kernels/{rel}")
+            z.writestr("resources/kernels/manifest.json", json.dumps(manifest, indent=1))
+        if runtime is not None:
+            add_runtime(z, work / "runtime")
 
 
 @dataclass
@@ -99,11 +132,18 @@ class Built:
 
 _MODULE = '''"""flexmbs FMU {name!r}. Generated by build_fmu.py: do not edit."""
 
+from __future__ import annotations
+
 import hashlib
+import importlib.abc
+import importlib.metadata
 import importlib.util
+import json
 import logging
 import os
-import shutil
+import platform
+import re
+import stat
 import sys
 import tempfile
 from pathlib import Path
@@ -111,11 +151,20 @@ from pathlib import Path
 BUNDLE = "{bundle}"
 PACKAGES = {packages!r}
 FILES = {files!r}
+REQUIRES = {requires!r}
 
-# from flexmbs_fmu/bundle.py (they run before flexmbs can be imported)
+# from flexmbs_fmu/bundle.py and flexmbs/_cache.py (they run before flexmbs can be imported)
 {chooser}
 
-choose_sources(Path(__file__).resolve().parent / "python", BUNDLE, PACKAGES, FILES)
+HERE = Path(__file__).resolve().parent
+check_requirements(REQUIRES)
+ROOTS = choose_sources(HERE / "python", BUNDLE, PACKAGES, FILES)
+_KERNELS = HERE / "kernels" / "manifest.json"
+# read by the C front end and logged before the slave is made (and compiles anything)
+NOTICE = ready_kernels(HERE / "kernels", ROOTS.get("flexmbs"), json.loads(_KERNELS.read_text()) if _KERNELS.is_file()
+                       else None)
+if NOTICE:
+    logging.getLogger("flexmbs.fmu").warning(NOTICE)
 
 from flexmbs_fmu.base import keep_alive  # noqa: E402
 {imports}
@@ -129,9 +178,12 @@ class {cls}({base}):
 
 
 def _chooser_source() -> str:
-    """Source of the functions in bundle.py that pick the installed or the bundled sources."""
-    return "\n\n".join(inspect.getsource(f) for f in (bundle.tree_digest, bundle._digest_or_none, writable_cache,
-                                                       bundle.choose_sources))
+    """Source of the functions of bundle.py and _cache.py that run before flexmbs is imported."""
+    return "\n\n".join(inspect.getsource(f) for f in (
+        source_digest, private_folder, writable_cache, bundle.tree_digest, bundle._digest, bundle._digest_or_none,
+        bundle._version_key, bundle._fits, bundle.missing_requirements, bundle.check_requirements,
+        bundle.VerifiedSources, bundle.choose_sources, bundle._file_digest, bundle._place_kernels,
+        bundle.ready_kernels))
 
 
 def identifier(name: str) -> str:
@@ -140,10 +192,28 @@ def identifier(name: str) -> str:
     return ident if re.match(r"[A-Za-z_]", ident) else f"m_{ident}"
 
 
-def _copy_sources(dest: Path, entries: tuple[str, ...]) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+def requirements(modules: set[str]) -> dict[str, tuple[str, str]]:
+    """{import name: (distribution, version spec)} of the installed packages `modules`, with
+    the bounds flexmbs declares for them (pyproject.toml), for the FMU to check on its host."""
+    dists = packages_distributions()
+    declared = {}
+    for req in metadata.requires("flexmbs") or []:
+        found = re.match(r"([A-Za-z0-9_.-]+)\s*(?:\[[^]]*\])?\s*([^;]*)", req)
+        if ";" not in req:
+            declared[found.group(1).lower().replace("_", "-")] = found.group(2).replace(" ", "")
+    out = {}
+    for module in sorted(modules):
+        dist = (dists.get(module) or [module])[0]
+        spec = declared.get(dist.lower().replace("_", "-"), "")
+        out[module] = (dist, ",".join(sorted(spec.split(","), key=lambda c: c[:1] != ">")) if spec else "")
+    return out
+
+
+def _copy_sources(dest: Path, entries: tuple[str, ...]) -> tuple[str, tuple[str, ...], tuple[str, ...], dict]:
     """Copy to dest the source files that the modules `entries` import (closure.import_closure
-    over flexmbs and flexmbs_fmu). Returns their digest (bundle.tree_digest, which the FMU
-    checks again before it imports them), the packages they come from and the files."""
+    over RUNTIME_PACKAGES). Returns their digest (bundle.tree_digest, which the FMU checks again
+    before it imports them), the packages they come from, the files and the requirements of
+    the other packages they import."""
     roots = package_roots(RUNTIME_PACKAGES)
     files = import_closure(roots, entries)
     packages = tuple(p for p in RUNTIME_PACKAGES if any(f.startswith(f"{p}/") for f in files))
@@ -152,7 +222,8 @@ def _copy_sources(dest: Path, entries: tuple[str, ...]) -> tuple[str, tuple[str,
         target = dest / package / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(roots[package] / rel, target)
-    return bundle.tree_digest({p: dest / p for p in packages}, files), packages, files
+    requires = requirements(third_party(roots, files))
+    return bundle.tree_digest({p: dest / p for p in packages}, files), packages, files, requires
 
 
 def _copy_model(model: Model, model_path: Path, dest: Path) -> None:
@@ -190,10 +261,12 @@ def validate(fmu: Path) -> list[str]:
     return problems
 
 
-def build(model_path: Union[str, os.PathLike], out_dir: Union[str, os.PathLike] = "fmus",
-          check: bool = True) -> Built:
-    """Build the plant FMU of a model file into out_dir/<model name>.fmu. Raises ModelError for
-    a bad model and BuildError when building or validation fails."""
+def build(model_path: Union[str, os.PathLike], out_dir: Union[str, os.PathLike] = "fmus", check: bool = True,
+          standalone: bool = False, kernels: bool = True) -> Built:
+    """Build the plant FMU of a model file into out_dir/<model name>.fmu. kernels: carry its
+    numba kernels compiled for a generic CPU (fmi/kernels.py); standalone: carry a Python
+    runtime too (fmi/standalone.py), so the host needs no Python. Raises ModelError for a bad
+    model and BuildError when building or validation fails."""
     model_path = resolve(model_path)
     model = load_model(model_path)
     if model.solver.formulation != "joint":
@@ -216,11 +289,14 @@ def build(model_path: Union[str, os.PathLike], out_dir: Union[str, os.PathLike] 
                                 f"<code>{html.escape(model_path.name)}</code> (in <code>resources/model/</code>). "
                                 f"GUID {html.escape(guid_)}.", notes=PLANT_NOTES),
         description=model.description or f"flexmbs plant {model.name}", author=ex.author, version=ex.version,
-        stop_time=ex.stop_time, step_size=ex.step_size or model.solver.output_step, tolerance=model.solver.rtol)
+        stop_time=ex.stop_time, step_size=ex.step_size or model.solver.output_step, tolerance=model.solver.rtol,
+        carry=Carry(kernels=kernels or standalone, standalone=standalone))
 
 
-def build_component(name: str, out_dir: Union[str, os.PathLike] = "fmus", check: bool = True) -> Built:
-    """Build the FMU of a signal-flow block (a key of COMPONENTS) into out_dir/<name>.fmu."""
+def build_component(name: str, out_dir: Union[str, os.PathLike] = "fmus", check: bool = True,
+                    standalone: bool = False) -> Built:
+    """Build the FMU of a signal-flow block (a key of COMPONENTS) into out_dir/<name>.fmu
+    (standalone: with a Python runtime, as for a plant; a block has no numba kernels)."""
     if name not in COMPONENTS:
         raise BuildError(f"no block named {name!r}; the blocks are {', '.join(COMPONENTS)}")
     comp = COMPONENTS[name]
@@ -237,15 +313,16 @@ def build_component(name: str, out_dir: Union[str, os.PathLike] = "fmus", check:
         doc=documentation(comp.VARIABLES, title=f"{name} (flexmbs block FMU)", description=comp.DESCRIPTION,
                           about=f"<p>{comp.ABOUT}</p><p>GUID {html.escape(guid_)}.</p>", notes=COMPONENT_NOTES),
         description=comp.DESCRIPTION, author="flexmbs", version=flexmbs.__version__, stop_time=1.0,
-        step_size=1e-3, tolerance=None)
+        step_size=1e-3, tolerance=None, carry=Carry(kernels=False, standalone=standalone))
 
 
 def _package(ident: str, model_name: str, module: str, variables: list[Variable], out_dir: Union[str, os.PathLike], check: bool, *,
              entries: tuple[str, ...], what: str, imports: str, base: str, body: str, digest: str, guid_: str,
              add_files: Optional[Callable[[Path], None]], doc: str, description: str, author: str, version: str,
-             stop_time: float, step_size: float, tolerance: Optional[float]) -> Built:
+             stop_time: float, step_size: float, tolerance: Optional[float], carry: Carry) -> Built:
     """Generate the slave module, bundle the sources (and `add_files` into the resources), build
-    with pythonfmu, write the complete modelDescription.xml and validate: out_dir/<ident>.fmu."""
+    with pythonfmu, write the complete modelDescription.xml, add what `carry` asks for and
+    validate: out_dir/<ident>.fmu."""
     from pythonfmu import FmuBuilder
 
     out_dir = Path(out_dir)
@@ -254,15 +331,15 @@ def _package(ident: str, model_name: str, module: str, variables: list[Variable]
     with tempfile.TemporaryDirectory(prefix="flexmbs_fmu_") as tmp:
         work = Path(tmp)
         src = work / "src"
-        digest_, packages, files = _copy_sources(src / "python", entries)
+        digest_, packages, files, requires = _copy_sources(src / "python", entries)
         project = [src / "python"]
         if add_files is not None:
             add_files(src)
             project.insert(0, src / "model")
         script = src / f"{module}.py"
         script.write_text(_MODULE.format(name=model_name, bundle=digest_, packages=packages, files=files,
-                                         chooser=_chooser_source(), cls=ident, imports=imports, base=base, body=body,
-                                         digest=digest))
+                                         requires=requires, chooser=_chooser_source(), cls=ident, imports=imports,
+                                         base=base, body=body, digest=digest))
         docs = work / "doc"
         docs.mkdir()
         (docs / "_main.html").write_text(doc)
@@ -295,7 +372,13 @@ def _package(ident: str, model_name: str, module: str, variables: list[Variable]
             if why is None:
                 zout.write(front, linux)
                 zout.writestr(f"resources/{RECORD}", record(work))
+                zout.writestr(f"resources/{PROBE}", probe_source(requires))
             zout.writestr("modelDescription.xml", xml)
+        try:
+            _carry(partial, work, src / "python", requires, carry)
+        except Exception:
+            partial.unlink()
+            raise
     problems = validate(partial) if check else []
     if problems:
         partial.unlink()

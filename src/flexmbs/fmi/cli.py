@@ -27,15 +27,27 @@ from .build import COMPONENTS, BuildError, build, build_component
 @click.option("-o", "--out", "out_dir", default="fmus", show_default=True, type=click.Path(file_okay=False),
               help="Folder for the FMUs (<model name>.fmu, <block>.fmu).")
 @click.option("--no-check", is_flag=True, help="Skip fmpy validate and fmutool -check (not recommended).")
+@click.option("--standalone", is_flag=True,
+              help="Carry a Python runtime (libpython, its standard library, numpy, scipy, numba, llvmlite, ...) "
+                   "so that a Linux x86-64 host without Python runs the FMU (docs/fmu.md, 'Handing an FMU over').")
+@click.option("--no-kernels", is_flag=True,
+              help="Do not carry the plant's compiled kernels (a smaller FMU that compiles them on first use on "
+                   "every other machine).")
 @_user_errors
 def build_command(model_files: Sequence[str], build_all: bool, blocks: Sequence[str], out_dir: str,
-                  no_check: bool) -> None:
+                  no_check: bool, standalone: bool, no_kernels: bool) -> None:
     """Build FMI 2.0 co-simulation FMUs of model files (or shipped model names) and blocks, and
     validate them."""
-    jobs = [(path, build) for path in model_files] + [(name, build_component) for name in blocks]
+    def plant(what: str, out: str, check: bool):
+        return build(what, out, check=check, standalone=standalone, kernels=not no_kernels)
+
+    def block(what: str, out: str, check: bool):
+        return build_component(what, out, check=check, standalone=standalone)
+
+    jobs = [(path, plant) for path in model_files] + [(name, block) for name in blocks]
     if build_all:
-        jobs += [(str(p), build) for p in shipped_models().values()]
-        jobs += [(name, build_component) for name in COMPONENTS if name not in blocks]
+        jobs += [(str(p), plant) for p in shipped_models().values()]
+        jobs += [(name, block) for name in COMPONENTS if name not in blocks]
     if not jobs:
         raise click.UsageError("give model files, --block NAME, or --all")
     failed = 0
@@ -47,8 +59,9 @@ def build_command(model_files: Sequence[str], build_all: bool, blocks: Sequence[
             click.echo(f"FAILED {what}: {_message(exc)}", err=True)
             continue
         check = "not validated" if no_check else "valid (fmpy validate, fmutool -check)"
+        size = built.path.stat().st_size / 1e6
         click.echo(f"{built.path}: {built.n_inputs} inputs, {built.n_parameters} parameters, "
-                   f"{built.n_outputs} outputs; {check}")
+                   f"{built.n_outputs} outputs, {size:.1f} MB; {check}")
     if failed:
         raise click.ClickException(f"{failed} of {len(jobs)} FMUs failed")
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import sys
 from pathlib import Path
 
 
@@ -74,3 +75,18 @@ def import_closure(roots: dict[str, Path], entries: tuple[str, ...]) -> tuple[st
     files = {f"{name.split('.')[0]}/{path.relative_to(roots[name.split('.')[0]]).as_posix()}"
              for name, path in seen.items()}
     return tuple(sorted(files))
+
+
+def third_party(roots: dict[str, Path], files: tuple[str, ...]) -> set[str]:
+    """Top-level names of the packages outside `roots` and the standard library that `files`
+    import at module level (what must be importable before the FMU can run; imports inside
+    functions are left out: they serve optional features such as plots and progress bars)."""
+    names: set[str] = set()
+    for name in files:
+        package, rel = name.split("/", 1)
+        for node in ast.parse((roots[package] / rel).read_bytes()).body:
+            if isinstance(node, ast.Import):
+                names.update(alias.name.split(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                names.add(node.module.split(".")[0])
+    return {n for n in names if n not in roots and n not in sys.stdlib_module_names and n != "__future__"}

@@ -1,0 +1,131 @@
+"""Ready-compiled kernels for a plant FMU: compiled at build time for numba's generic CPU and
+carried in resources/kernels, so that on another machine with the same OS, architecture,
+Python minor version and numba version the first instantiation compiles nothing
+(flexmbs_fmu.bundle.ready_kernels puts them where numba looks).
+
+How: the built FMU is run in a new process of this interpreter (fmpy, the FMU's own sources,
+NUMBA_CPU_NAME=generic) through initialisation, a few steps with every solver method and every
+output read; its kernels are compiled into this user's cache (once per version of the sources:
+later builds load them), and a run that compiles nothing names the index files it loaded. Those
+and their object files travel, with a manifest of their digests.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+from importlib.metadata import version
+from pathlib import Path
+
+from flexmbs._cache import source_digest, writable_cache
+
+# The run in a new process: instantiate, initialise, step and read every output, per method.
+WARM_UP = r"""
+import json, shutil, sys
+import numba
+from fmpy import extract, read_model_description
+from fmpy.fmi2 import FMU2Slave
+from numba.core.registry import cpu_target
+
+path, out = sys.argv[1], sys.argv[2]
+md = read_model_description(path)
+h = float(md.defaultExperiment.stepSize)
+vr = {v.name: v.valueReference for v in md.modelVariables}
+outputs = [v.valueReference for v in md.modelVariables if v.causality == "output"]
+folder = extract(path)
+for method in ("rk4", "dopri5", "implicit"):
+    fmu = FMU2Slave(guid=md.guid, unzipDirectory=folder, modelIdentifier=md.coSimulation.modelIdentifier,
+                    instanceName=method)
+    fmu.instantiate()
+    fmu.setupExperiment(startTime=0.0)
+    fmu.enterInitializationMode()
+    fmu.setString([vr["solver.method"]], [method])
+    fmu.setReal([vr["solver.step"]], [h / 4])
+    fmu.exitInitializationMode()
+    for k in range(3):
+        fmu.getReal(outputs[:1])      # a state output alone: the state level
+        fmu.getReal(outputs)          # every output: the full evaluation
+        try:
+            fmu.doStep(currentCommunicationPoint=k * h, communicationStepSize=h)
+        except Exception:             # a step this method refuses (too stiff): its kernels are compiled
+            break
+    fmu.terminate()
+    fmu.freeInstance()
+shutil.rmtree(folder, ignore_errors=True)
+magic = cpu_target.target_context.codegen().magic_tuple()
+used, misses, functions = {}, 0, []
+for name, module in list(sys.modules.items()):
+    if not name.startswith("flexmbs."):
+        continue
+    for obj in list(vars(module).values()):
+        if not isinstance(obj, numba.core.dispatcher.Dispatcher) or obj._cache is None:
+            continue
+        misses += sum(obj.stats.cache_misses.values())
+        if obj.stats.cache_hits:
+            cache = obj._cache._cache_file
+            index = cache._load_index()
+            used[cache._index_path] = sorted(v for k, v in index.items()
+                                             if k[0] in obj.stats.cache_hits and k[1] == magic)
+            functions.append(f"{obj.py_func.__module__}.{obj.py_func.__qualname__}")
+json.dump({"used": used, "misses": misses, "functions": sorted(set(functions))}, open(out, "w"))
+"""
+
+
+def _run(fmu: Path, work: Path, log: Path) -> dict:
+    out = work / "warm_up.json"
+    env = {**os.environ, "FLEXMBS_FMU_SOURCES": "bundle", "NUMBA_CPU_NAME": "generic",
+           "FLEXMBS_COMPILE_LOG": str(log)}
+    for key in ("NUMBA_CPU_FEATURES", "NUMBA_CACHE_DIR"):
+        env.pop(key, None)
+    run = subprocess.run([sys.executable, "-c", WARM_UP, str(fmu.resolve()), str(out)], capture_output=True, text=True,
+                         env=env, cwd=work)
+    if run.returncode != 0:
+        raise RuntimeError(f"the run that compiles the FMU's kernels failed:\n{run.stderr[-3000:]}")
+    return json.loads(out.read_text())
+
+
+def _estimate(folder: Path, log: Path, functions: list[str]) -> float:
+    """CPU seconds it took to compile `functions` from nothing, as measured when they were
+    compiled here (kept in folder/compile-seconds.json)."""
+    record = folder / "compile-seconds.json"
+    known = json.loads(record.read_text()) if record.is_file() else {}
+    if log.is_file():
+        fresh: dict[str, float] = {}
+        for line in log.read_text().splitlines():
+            row = json.loads(line)
+            if row["depth"] == 0:
+                fresh[row["function"]] = fresh.get(row["function"], 0.0) + row["seconds"]
+        known.update(fresh)
+        record.write_text(json.dumps(known, indent=1))
+    return round(sum(known.get(f, 0.0) for f in functions), 1)
+
+
+def carry_kernels(fmu: Path, bundle_root: Path) -> tuple[dict, dict[str, Path]]:
+    """Compile (or load from this user's cache) the generic-CPU kernels the FMU at `fmu` runs
+    from its sources `bundle_root` (the folder holding the bundled flexmbs). Returns the
+    manifest (resources/kernels/manifest.json) and the files to carry by path relative to the
+    cache's generic folder. Raises RuntimeError when the run fails or still compiles."""
+    base = writable_cache("numba", source_digest(bundle_root / "flexmbs"))
+    with tempfile.TemporaryDirectory(prefix="flexmbs_kernels_") as tmp:
+        work, log = Path(tmp), Path(tmp) / "compiles.jsonl"
+        found = _run(fmu, work, log)
+        if found["misses"]:
+            found = _run(fmu, work, work / "again.jsonl")   # now every kernel loads: the set it needs
+        if found["misses"]:
+            raise RuntimeError(f"the FMU's kernels still compiled in a second run ({found['misses']} compiles): "
+                               "numba does not cache them")
+        seconds = _estimate(base, log, found["functions"])
+    generic = base / "generic"
+    files: dict[str, Path] = {}
+    for index, data in found["used"].items():
+        for path in (Path(index), *(Path(index).parent / d for d in data)):
+            files[path.relative_to(generic).as_posix()] = path
+    manifest = {"python": "%d.%d" % sys.version_info[:2], "numba": version("numba"), "machine": platform.machine(),
+                "files": {rel: hashlib.sha256(p.read_bytes()).hexdigest() for rel, p in sorted(files.items())},
+                "index": sorted(rel for rel in files if rel.endswith(".nbi")), "seconds": seconds}
+    return manifest, files
