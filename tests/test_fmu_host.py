@@ -197,28 +197,44 @@ def test_a_missing_instance_name_is_refused(fmu_path) -> None:
 BAD_LOCATIONS = ["file:///nonexistent/dir/resources", "", "http://example.com/resources", "file://", "not a uri"]
 
 
+INSTANTIATE = """
+import ctypes, sys
+sys.path[:0] = [p for p in [{other!r}] if p]
+{preamble}
+from pathlib import Path
+from fmpy import extract, read_model_description
+from fmpy.fmi2 import FMU2Slave, fmi2CallbackFunctions, fmi2CallbackLoggerTYPE
+md = read_model_description({path!r})
+d = extract({path!r}, unzipdir={unzip!r})
+msgs = []
+cb = fmi2CallbackFunctions()
+cb.logger = fmi2CallbackLoggerTYPE(lambda env, name, status, cat, msg: msgs.append(msg.decode()))
+fmu = FMU2Slave(guid=md.guid, unzipDirectory=d, modelIdentifier=md.coSimulation.modelIdentifier)
+location = {location!r}
+location = Path(d, "resources").as_uri().encode() if location is None else location
+c = fmu.fmi2Instantiate(b"x", 1, md.guid.encode(), location, ctypes.byref(cb), 0, 0)
+print("NULL" if not c else "INSTANCE")
+print("|".join(msgs))
+"""
+
+
+def _instantiate_in_a_new_process(path: str, unzip: Path, location: bytes | None = None, other: str = "",
+                                  preamble: str = "") -> tuple[str, str]:
+    """fmi2Instantiate in a new Python process (a crash fails the test, not the suite), after
+    `preamble` run with `other` first on sys.path; returns ("NULL" or "INSTANCE", the messages
+    logged, joined by "|")."""
+    script = INSTANTIATE.format(other=other, preamble=preamble, path=path, unzip=str(unzip), location=location)
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    made, log = run.stdout.splitlines()[:2]
+    return made, log
+
+
 @pytest.mark.parametrize("location", BAD_LOCATIONS)
 def test_a_bad_resource_location_gives_no_instance_and_no_crash(fmu_path, tmp_path, location) -> None:
-    path = fmu_path("dc_motor")
-    script = textwrap.dedent(f"""
-        import ctypes
-        from fmpy import extract, read_model_description
-        from fmpy.fmi2 import FMU2Slave, fmi2CallbackFunctions, fmi2CallbackLoggerTYPE
-        md = read_model_description({path!r})
-        d = extract({path!r}, unzipdir={str(tmp_path / "x")!r})
-        msgs = []
-        cb = fmi2CallbackFunctions()
-        cb.logger = fmi2CallbackLoggerTYPE(lambda env, name, status, cat, msg: msgs.append(msg.decode()))
-        fmu = FMU2Slave(guid=md.guid, unzipDirectory=d, modelIdentifier=md.coSimulation.modelIdentifier)
-        c = fmu.fmi2Instantiate(b"x", 1, md.guid.encode(), {location.encode()!r}, ctypes.byref(cb), 0, 0)
-        print("NULL" if not c else "INSTANCE")
-        print("|".join(msgs))
-    """)
-    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
-    assert run.returncode == 0, run.stderr
-    lines = run.stdout.splitlines()
-    assert lines[0] == "NULL"
-    assert "fmi2Instantiate: " in lines[1] and ("resource location" in lines[1]), lines[1]
+    made, log = _instantiate_in_a_new_process(fmu_path("dc_motor"), tmp_path / "x", location.encode())
+    assert made == "NULL"
+    assert "fmi2Instantiate: " in log and ("resource location" in log), log
 
 
 def _state_json(s: Slave) -> tuple[object, dict]:
@@ -396,6 +412,25 @@ def test_the_bundle_cache_is_checked_against_its_digest(fmu_path, tmp_path) -> N
     assert again.returncode == 0, again.stderr
     assert "do not match their digest" in again.stderr
     assert "tampered" not in motor.read_text()
+
+
+def test_a_python_host_that_imported_another_flexmbs_gets_a_clean_error(fmu_path, tmp_path) -> None:
+    """A Python host that already imported another flexmbs (a different version on its path)
+    instantiates a plant FMU: no instance, and a message naming the loaded flexmbs (version,
+    folder, digest of its sources) and the one the FMU needs (instead of "No module named
+    'flexmbs.model'")."""
+    import flexmbs
+
+    other = tmp_path / "other"
+    (other / "flexmbs").mkdir(parents=True)
+    (other / "flexmbs" / "__init__.py").write_text('__version__ = "0.0.1"\n')
+    made, log = _instantiate_in_a_new_process(fmu_path("double_pendulum"), tmp_path / "x", other=str(other),
+                                              preamble="import flexmbs")
+    assert made == "NULL"
+    assert f"this process already imported flexmbs 0.0.1 from {other / 'flexmbs'}" in log, log
+    assert "(its sources for this FMU have the digest (files missing))" in log
+    assert f"but this FMU needs flexmbs {flexmbs.__version__} with the sources of digest" in log
+    assert "No module named" not in log
 
 
 def test_an_unwritable_cache_folder_falls_back_to_a_temporary_one(tmp_path, caplog, monkeypatch) -> None:

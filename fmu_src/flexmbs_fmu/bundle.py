@@ -44,9 +44,32 @@ def choose_sources(bundle: Path, digest: str, packages: tuple, files: tuple) -> 
     """Make `packages` importable from the installed copy if its `files` have the digest
     `digest`, else from a verified per-user copy of `bundle` (the FMU's resources/python, which
     holds just `files`). Returns "installed", "loaded" (already imported in this process) or
-    the folder put first on sys.path."""
-    if packages[-1] in sys.modules:
-        return "loaded"
+    the folder put first on sys.path. Raises RuntimeError, naming both, when this process
+    already imported other sources of these packages (one process holds one flexmbs)."""
+    loaded = [p for p in packages if p in sys.modules]
+    if loaded:
+        import re
+
+        def root(p):   # the folder a package is (or would be) imported from
+            try:
+                where = importlib.util.find_spec(p).submodule_search_locations   # a loaded one's own spec
+            except (AttributeError, ValueError):
+                where = None
+            return list(where)[0] if where else "(nowhere)"
+
+        roots = {p: root(p) for p in packages}
+        have = _digest_or_none(roots, files)
+        if have == digest:
+            return "loaded"
+        text = (Path(bundle) / "flexmbs" / "__init__.py")
+        match = re.search(r"__version__\s*=\s*['\"]([^'\"]+)", text.read_text()) if text.is_file() else None
+        what = ", ".join(f"{p} {getattr(sys.modules[p], '__version__', '(no version)')} from {roots[p]}" for p in loaded)
+        raise RuntimeError(
+            f"this process already imported {what} (its sources for this FMU have the digest "
+            f"{have or '(files missing)'}), but this FMU needs flexmbs {match.group(1) if match else '(unknown)'} "
+            f"with the sources of digest {digest} (carried in {bundle}); one process can hold only one flexmbs: "
+            "load the FMU in a process that has not imported flexmbs, or in one that imports the flexmbs it was "
+            "built with")
     # FLEXMBS_FMU_SOURCES=bundle: always the FMU's own copy (to test it, or to pin a version)
     if os.environ.get("FLEXMBS_FMU_SOURCES") != "bundle":
         specs = [importlib.util.find_spec(p) for p in packages]
