@@ -35,6 +35,33 @@ from .interface import MODEL, SOLVER, START, Interface, plant_interface
 _SYSTEMS: dict[tuple, System] = {}
 
 
+class Rollback:
+    """What a step changes besides the state x: the integrator's memory (step size, step counts,
+    RK4's stability check, the stage row that a saved state holds as the implicit method's
+    Jacobian state (dopri5's last stage otherwise), and for the implicit method its Jacobian, LU
+    factors, pivots and their validity). `keep()` before a step, `undo()` after a refused one,
+    so that a refused step leaves the plant bit for bit as it was."""
+
+    def __init__(self, stepper: Stepper) -> None:
+        self.stepper = st = stepper
+        self.arrays = [st.K[6:]] + ([st.Jac, st.LU, st.piv, st.memo, st.hf]
+                                    if st.settings.method == "implicit" else [])
+        self.copies = [a.copy() for a in self.arrays]
+        self.scalars: tuple = ()
+
+    def keep(self) -> None:
+        st = self.stepper
+        self.scalars = (st.h, st.nsteps, st.nrejected, st.stability_bound)
+        for a, c in zip(self.arrays, self.copies):
+            np.copyto(c, a)
+
+    def undo(self) -> None:
+        st = self.stepper
+        st.h, st.nsteps, st.nrejected, st.stability_bound = self.scalars
+        for a, c in zip(self.arrays, self.copies):
+            np.copyto(a, c)
+
+
 class Plant:
     """One running instance of a model.
 
@@ -116,6 +143,7 @@ class Plant:
             if s.kind == START:
                 self.x[s.index] = float(self.params[s.name])
         self.x_start = self.x.copy()    # the state at the start of the current step
+        self.rollback = Rollback(self.stepper)
         self.udot = np.zeros(self.system.nv)
         self.fresh = False
 
@@ -189,20 +217,20 @@ class Plant:
 
     def step(self, t: float, h: float) -> None:
         """Advance from t to t + h [s] with the inputs held. Raises StepRefused with the reason
-        (the state stays at t) for a NaN input, a diverging solver or a time mismatch."""
+        for a NaN input, a time mismatch or a diverging solver, leaving the plant bit for bit as
+        it was (state, integrator memory, outputs)."""
         check_step(self, t, h)
         if h == 0.0:
             return
         if self.stale:
             self.configure()
         np.copyto(self.x_start, self.x)
-        h_start = self.stepper.h
+        self.rollback.keep()
         try:
             self.stepper.advance(t, self.x, t + h, self.inputs)
         except SolverError as err:
             np.copyto(self.x, self.x_start)
-            self.stepper.h = h_start
-            self.fresh = False
+            self.rollback.undo()
             raise StepRefused(f"{err}; the state is kept at t = {t:.9g} s") from None
         self.t = t + h
         self.fresh = False
