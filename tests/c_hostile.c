@@ -1,5 +1,5 @@
 /* An FMI 2.0 co-simulation host in C that does what real hosts do beyond a plain run, one
- * pattern per invocation (tests/test_fmu_hostile.py):
+ * pattern per invocation (tests/test_fmu_hostile.py, benchmarks/sanitize_front_end.py):
  *
  *   exit-free        frees its instance from an exit handler registered before the first
  *                    instantiation (runs after the FMU's own exit handler)

@@ -60,8 +60,9 @@ def compile_front_end(dest: Path, guid: str, variables: list[Variable], module: 
                       flags: Sequence[str] = ("-O2",)) -> Optional[str]:
     """Compile the front end for one FMU into `dest`: the slave is class `cls` of module
     `module` (in the FMU's resources), `variables` in value-reference order; `flags` are the
-    optimisation and instrumentation flags (-fsanitize=address for an AddressSanitizer build).
-    The front end refuses times beyond flexmbs_fmu.base.TIME_LIMIT, as the slave does. Returns None on success, else the reason it could not be built (no compiler,
+    optimisation and instrumentation flags (benchmarks/sanitize_front_end.py builds it with
+    AddressSanitizer). The front end refuses times beyond flexmbs_fmu.base.TIME_LIMIT, as the
+    slave does. Returns None on success, else the reason it could not be built (no compiler,
     no Python headers or shared libpython, a compiler error); the caller then keeps
     pythonfmu's binary."""
     if not sys.platform.startswith("linux"):
