@@ -23,18 +23,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "../tests/fmi2_host.h"   /* Comp, Callbacks */
+
 #define MAX_E 32
 #define MAX_L 128
 #define MAX_P 256
 
-typedef void *Comp;
-typedef struct {
-    void (*logger)(void *, const char *, int, const char *, const char *, ...);
-    void *(*allocateMemory)(size_t, size_t);
-    void (*freeMemory)(void *);
-    void *stepFinished;
-    void *env;
-} Callbacks;
 
 static void logger(void *env, const char *name, int status, const char *category, const char *message, ...)
 {

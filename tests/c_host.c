@@ -15,14 +15,8 @@
 #include <string.h>
 #include <time.h>
 
-typedef void *Comp;
-typedef struct {
-    void (*logger)(void *, const char *, int, const char *, const char *, ...);
-    void *(*allocateMemory)(size_t, size_t);
-    void (*freeMemory)(void *);
-    void *stepFinished;
-    void *env;
-} Callbacks;
+#include "fmi2_host.h"
+
 
 static void logger(void *env, const char *name, int status, const char *category, const char *message, ...)
 {

@@ -3,6 +3,7 @@ session into one folder."""
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 
@@ -56,3 +57,24 @@ def fmu_dir(fmus, fmu_path) -> Path:
     for name in fmus:
         fmu_path(name)
     return Path(fmu_path(next(iter(fmus)))).parent
+
+
+@pytest.fixture(scope="session")
+def c_program(tmp_path_factory):
+    """c_program(name, *libraries) -> tests/<name>.c compiled once with the system C compiler
+    (skips the test when there is none)."""
+    from flexmbs.fmi.frontend import compiler
+
+    built: dict[str, Path] = {}
+
+    def get(name: str, *libraries: str) -> Path:
+        cc = compiler()
+        if cc is None:
+            pytest.skip(f"no C compiler (cc, gcc or $CC): {name}.c needs one")
+        if name not in built:
+            exe = tmp_path_factory.mktemp(name) / name
+            source = Path(__file__).resolve().parent / f"{name}.c"
+            subprocess.run([cc, "-O1", "-o", str(exe), str(source), *(f"-l{lib}" for lib in libraries)], check=True)
+            built[name] = exe
+        return built[name]
+    return get

@@ -164,12 +164,14 @@ def test_block_errors_are_refusals_with_messages(slave, caplog) -> None:
     m.set({"voltage": 10.0})
     m.fmu.doStep(0.0, 1e-3)
     i1 = m.get(["current"])[0]
+    saved = m.fmu.getFMUstate()
     m.set({"voltage": float("nan")})
     with pytest.raises(Exception) as refused:
         m.fmu.doStep(1e-3, 1e-3)
     assert refused.value.status == fmi2Discard
     assert m.get(["current"])[0] == i1
     assert "voltage was set to nan" in caplog.text
+    m.fmu.setFMUstate(saved)              # stepFailed after the discard: back through the saved state
     m.set({"voltage": 10.0, "R": 1.0})
     assert "parameter R is fixed once initialisation has ended" in caplog.text
     m.fmu.doStep(1e-3, 1e-3)
@@ -218,3 +220,18 @@ def test_trajectory_is_the_minimum_jerk_polynomial(slave) -> None:
     assert np.max(np.abs(np.gradient(rows[:, 0], h)[1:-1] - rows[1:-1, 1])) <= bound
     assert rows[0, 1] == rows[-1, 1] == 0.0 and rows[0, 2] == rows[-1, 2] == 0.0
     assert rows[-1, 0] == pytest.approx(-1.5, abs=1e-15)
+
+
+def test_a_controller_step_beyond_the_budget_is_refused_at_once(slave, caplog) -> None:
+    """A step of 1e6 s would run the controller's sample loop 1e9 times (hours): fmi2Discard
+    before any sample, with the estimate in the message; the block stays at t = 0."""
+    from fmpy.fmi2 import fmi2Discard, fmi2LastSuccessfulTime
+
+    c = slave("pid_controller", {"kp": 2.0, "kd": 0.0, "sample_time": 1e-3})
+    c.set({"q_ref": 1.0})
+    with pytest.raises(Exception) as refused:
+        c.fmu.doStep(0.0, 1e6)
+    assert refused.value.status == fmi2Discard
+    assert "a step of 1e+06 s needs about 1e+09 internal steps (sample_time 0.001 s)" in caplog.text
+    assert c.fmu.getRealStatus(fmi2LastSuccessfulTime) == 0.0
+    assert c.get(["voltage"])[0] == 0.0              # no sample was taken

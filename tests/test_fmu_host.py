@@ -197,28 +197,44 @@ def test_a_missing_instance_name_is_refused(fmu_path) -> None:
 BAD_LOCATIONS = ["file:///nonexistent/dir/resources", "", "http://example.com/resources", "file://", "not a uri"]
 
 
+INSTANTIATE = """
+import ctypes, sys
+sys.path[:0] = [p for p in [{other!r}] if p]
+{preamble}
+from pathlib import Path
+from fmpy import extract, read_model_description
+from fmpy.fmi2 import FMU2Slave, fmi2CallbackFunctions, fmi2CallbackLoggerTYPE
+md = read_model_description({path!r})
+d = extract({path!r}, unzipdir={unzip!r})
+msgs = []
+cb = fmi2CallbackFunctions()
+cb.logger = fmi2CallbackLoggerTYPE(lambda env, name, status, cat, msg: msgs.append(msg.decode()))
+fmu = FMU2Slave(guid=md.guid, unzipDirectory=d, modelIdentifier=md.coSimulation.modelIdentifier)
+location = {location!r}
+location = Path(d, "resources").as_uri().encode() if location is None else location
+c = fmu.fmi2Instantiate(b"x", 1, md.guid.encode(), location, ctypes.byref(cb), 0, 0)
+print("NULL" if not c else "INSTANCE")
+print("|".join(msgs))
+"""
+
+
+def _instantiate_in_a_new_process(path: str, unzip: Path, location: bytes | None = None, other: str = "",
+                                  preamble: str = "") -> tuple[str, str]:
+    """fmi2Instantiate in a new Python process (a crash fails the test, not the suite), after
+    `preamble` run with `other` first on sys.path; returns ("NULL" or "INSTANCE", the messages
+    logged, joined by "|")."""
+    script = INSTANTIATE.format(other=other, preamble=preamble, path=path, unzip=str(unzip), location=location)
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    made, log = run.stdout.splitlines()[:2]
+    return made, log
+
+
 @pytest.mark.parametrize("location", BAD_LOCATIONS)
 def test_a_bad_resource_location_gives_no_instance_and_no_crash(fmu_path, tmp_path, location) -> None:
-    path = fmu_path("dc_motor")
-    script = textwrap.dedent(f"""
-        import ctypes
-        from fmpy import extract, read_model_description
-        from fmpy.fmi2 import FMU2Slave, fmi2CallbackFunctions, fmi2CallbackLoggerTYPE
-        md = read_model_description({path!r})
-        d = extract({path!r}, unzipdir={str(tmp_path / "x")!r})
-        msgs = []
-        cb = fmi2CallbackFunctions()
-        cb.logger = fmi2CallbackLoggerTYPE(lambda env, name, status, cat, msg: msgs.append(msg.decode()))
-        fmu = FMU2Slave(guid=md.guid, unzipDirectory=d, modelIdentifier=md.coSimulation.modelIdentifier)
-        c = fmu.fmi2Instantiate(b"x", 1, md.guid.encode(), {location.encode()!r}, ctypes.byref(cb), 0, 0)
-        print("NULL" if not c else "INSTANCE")
-        print("|".join(msgs))
-    """)
-    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
-    assert run.returncode == 0, run.stderr
-    lines = run.stdout.splitlines()
-    assert lines[0] == "NULL"
-    assert "fmi2Instantiate: " in lines[1] and ("resource location" in lines[1]), lines[1]
+    made, log = _instantiate_in_a_new_process(fmu_path("dc_motor"), tmp_path / "x", location.encode())
+    assert made == "NULL"
+    assert "fmi2Instantiate: " in log and ("resource location" in log), log
 
 
 def _state_json(s: Slave) -> tuple[object, dict]:
@@ -228,32 +244,40 @@ def _state_json(s: Slave) -> tuple[object, dict]:
     return blob, json.loads(blob)
 
 
-@pytest.mark.parametrize("damage", ["x too short", "NaN time", "unknown parameter", "bad solver", "missing field"])
+# what: (how the serialised state is damaged, words the refusal must contain)
+DAMAGES = {
+    "x too short": (lambda s: s["data"].update(x=s["data"]["x"][:-1]),
+                    "the state's coordinates and velocities: expected 12 finite numbers"),
+    "NaN time": (lambda s: s["data"].update(t=math.nan), "the state: field 't' = nan is not a finite float"),
+    "time 1e308": (lambda s: s["data"].update(t=1e308), "the state's time = 1e+308 s is not a time within +-1e+08 s"),
+    "last successful time 1e308": (lambda s: s["fmi"].update(last_successful_time=1e308),
+                                   "the state's last successful time = 1e+308 s is not a time within"),
+    "unknown FMI state": (lambda s: s["fmi"].update(state="stepping"),
+                          "the state's FMI state 'stepping' and last successful time 0.05 s are not a state"),
+    "unknown parameter": (lambda s: s["data"]["params"].update(nonsense=1.0),
+                          "the state belongs to a model with other parameters"),
+    # a valid change (payload) in the same state must not be applied either
+    "bad solver": (lambda s: s["data"]["params"].update({"solver.method": "euler", "payload": 3.0}),
+                   "solver.method 'euler' unknown"),
+    "missing field": (lambda s: s["data"].pop("inputs"), "the state: expected the fields"),
+    "version 1": (lambda s: s.update(version=1), "this FMU reads 'flexmbs.plant/"),
+}
+
+
+@pytest.mark.parametrize("damage", list(DAMAGES))
 def test_a_damaged_state_is_refused_whole(fmu_path, capsys, damage) -> None:
-    """setFMUstate checks everything before it applies anything: fmi2Error, and the instance
-    continues exactly as if the call had not been made."""
+    """A serialised state is checked whole before a state is made of it: fmi2Error with the
+    reason, and the instance continues exactly as if the call had not been made."""
     torques = {"shoulder.tau": 0.2, "elbow.tau": -0.1}
     s = _started(fmu_path("huang_two_link"))
     s.run(0.0, 0.05, 0.01, NAMES, lambda t: torques)
     _, good = _state_json(s)
     bad = json.loads(json.dumps(good))
-    data = bad["data"]
-    if damage == "x too short":
-        data["x"] = data["x"][:-1]
-    elif damage == "NaN time":
-        data["t"] = float("nan")
-    elif damage == "unknown parameter":
-        data["params"]["nonsense"] = 1.0
-    elif damage == "bad solver":
-        data["params"]["solver.method"] = "euler"
-        data["params"]["payload"] = 3.0      # a valid change in the same state must not be applied
-    else:
-        del data["inputs"]
+    damaged, words = DAMAGES[damage]
+    damaged(bad)
     blob = json.dumps(bad, allow_nan=True).encode()
-    state = s.fmu.deSerializeFMUstate(blob)
-    _refused(s.fmu.setFMUstate, state)
-    s.fmu.freeFMUstate(state)
-    assert "setFMUstate failed" in capsys.readouterr().out
+    _refused(s.fmu.deSerializeFMUstate, blob)
+    assert words in capsys.readouterr().out
     assert s.get(["payload"])[0] == good["data"]["params"]["payload"]
     _, here = s.run(0.05, 0.1, 0.01, NAMES, lambda t: torques)
     s.close()
@@ -320,15 +344,8 @@ def test_no_abort_at_exit_after_the_host_unloads_the_fmus(fmu_path) -> None:
 
 
 @pytest.fixture(scope="module")
-def c_host(tmp_path_factory) -> Path:
-    from flexmbs.fmi.frontend import compiler
-
-    cc = compiler()
-    if cc is None:
-        pytest.skip("no C compiler (cc, gcc or $CC): the C host test needs one")
-    exe = tmp_path_factory.mktemp("c_host") / "c_host"
-    subprocess.run([cc, "-O1", "-o", str(exe), str(HERE / "c_host.c"), "-ldl"], check=True)
-    return exe
+def c_host(c_program) -> Path:
+    return c_program("c_host", "dl")
 
 
 def test_a_c_host_with_an_empty_environment_runs_the_plant(fmu_path, c_host, tmp_path) -> None:
@@ -427,6 +444,25 @@ def _instantiate_folder(path: str, folder: Path, env: dict) -> tuple[bool, str]:
     return first == "INSTANCE", rest
 
 
+def test_a_python_host_that_imported_another_flexmbs_gets_a_clean_error(fmu_path, tmp_path) -> None:
+    """A Python host that already imported another flexmbs (a different version on its path)
+    instantiates a plant FMU: no instance, and a message naming the loaded flexmbs (version,
+    folder, digest of its sources) and the one the FMU needs (instead of "No module named
+    'flexmbs.model'")."""
+    import flexmbs
+
+    other = tmp_path / "other"
+    (other / "flexmbs").mkdir(parents=True)
+    (other / "flexmbs" / "__init__.py").write_text('__version__ = "0.0.1"\n')
+    made, log = _instantiate_in_a_new_process(fmu_path("double_pendulum"), tmp_path / "x", other=str(other),
+                                              preamble="import flexmbs")
+    assert made == "NULL"
+    assert f"this process already imported flexmbs 0.0.1 from {other / 'flexmbs'}" in log, log
+    assert "(its sources for this FMU have the digest (files missing))" in log
+    assert f"but this FMU needs flexmbs {flexmbs.__version__} with the sources of digest" in log
+    assert "No module named" not in log
+
+
 def test_an_unwritable_cache_folder_falls_back_to_a_temporary_one(tmp_path, caplog, monkeypatch) -> None:
     from flexmbs._cache import writable_cache
 
@@ -483,9 +519,7 @@ def test_a_damaged_block_state_is_refused_whole(fmu_path, capsys) -> None:
             bad["data"]["values"]["R"] = "two ohm"
         else:
             bad["data"]["x"] = {k: float("nan") for k in bad["data"]["x"]} or {"i": float("nan")}
-        state = s.fmu.deSerializeFMUstate(json.dumps(bad, allow_nan=True).encode())
-        _refused(s.fmu.setFMUstate, state)
-        s.fmu.freeFMUstate(state)
+        _refused(s.fmu.deSerializeFMUstate, json.dumps(bad, allow_nan=True).encode())
         assert "nothing was applied" in capsys.readouterr().out
     here = run(s, 0.01)
     s.close()

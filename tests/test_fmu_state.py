@@ -91,6 +91,8 @@ def test_reset_gives_a_fresh_instance(fmu_path) -> None:
 
 
 def test_a_state_of_another_model_is_refused(fmu_path, capsys) -> None:
+    """Another FMU's state handle is refused before anything is read (its library made it);
+    its serialised bytes are refused for their format. fmi2Error, nothing applied."""
     a = Slave(fmu_path("double_pendulum"), "a")
     a.start()
     foreign = a.fmu.getFMUstate()
@@ -101,7 +103,11 @@ def test_a_state_of_another_model_is_refused(fmu_path, capsys) -> None:
     with pytest.raises(FMICallException) as err:     # refused: fmi2Error, nothing applied
         b.fmu.setFMUstate(foreign)
     assert err.value.status == fmi2Error
-    assert "setFMUstate failed" in capsys.readouterr().out
+    assert "the state was not made by fmi2GetFMUstate or fmi2DeSerializeFMUstate of this FMU" in capsys.readouterr().out
+    with pytest.raises(FMICallException) as err:
+        b.fmu.deSerializeFMUstate(a.fmu.serializeFMUstate(foreign))
+    assert err.value.status == fmi2Error
+    assert "the state is of format 'flexmbs.plant/" in capsys.readouterr().out
     assert np.array_equal(b.get(NAMES), before)
     b.fmu.doStep(currentCommunicationPoint=0.05, communicationStepSize=0.05)
     a.close()

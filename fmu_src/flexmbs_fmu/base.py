@@ -9,7 +9,8 @@ with the FMU left at the start of that step.
 
 The full state (whatever `save` returns) is kept by fmi2GetFMUstate and serialised as JSON with
 a format name and version, so a state from another model or an older layout is refused with a
-message instead of being misread.
+message instead of being misread; the C front end adds its own part (the FMI state and the last
+successful time) to the serialised form, and every part is checked before a state is made.
 """
 
 from __future__ import annotations
@@ -29,6 +30,19 @@ from .variables import Variable
 # See keep_alive.
 _PINNED: list[dict] = []
 
+# Largest |time| [s] an FMU takes (a start time, a communication point, a saved state's time):
+# about 3.2 years. Beyond it the integrators' smallest step (1e-14 |t|, flexmbs.solvers.stepper)
+# passes 1 us, too coarse for the kHz modes of flexible bodies, so such a time in a state can
+# only be crafted or damaged (t = 1e308 would be applied, then every step would fail). The C
+# front end is compiled with the same bound (flexmbs.fmi.frontend).
+TIME_LIMIT = 1e8
+
+# Most internal integration steps one fmi2DoStep may need before it is refused at once
+# (fmi2Discard, the estimate in the message): minutes of computing at the 10-20 us one internal
+# step of a small model costs here. Steps are synchronous and cannot be cancelled (no
+# asynchronous stepping), so a step past it would block the master for hours or days.
+STEP_BUDGET = 1e7
+
 
 class StepRefused(Exception):
     """A step that cannot be taken; the message says why."""
@@ -46,6 +60,21 @@ def check_step(runner: Any, t: float, h: float) -> None:
         raise StepRefused(f"communication step size {h!r} is not a finite non-negative number")
     if abs(t - runner.t) > 1e-9 * max(1.0, abs(runner.t)):
         raise StepRefused(f"the step starts at t = {t!r} s but the FMU is at t = {runner.t!r} s")
+
+
+def check_effort(steps: float, why: str, h: float) -> None:
+    """Raise StepRefused when a step of h [s] would take more than STEP_BUDGET internal steps
+    (`steps`, estimated as `why` says)."""
+    if steps > STEP_BUDGET:
+        raise StepRefused(f"a step of {h:.6g} s needs about {steps:.3g} internal steps ({why}), beyond "
+                          f"this FMU's budget of {STEP_BUDGET:.3g} per fmi2DoStep; take shorter communication steps")
+
+
+def check_time(value: Any, what: str) -> None:
+    """Raise ValueError unless `value` is a time [s] within +-TIME_LIMIT."""
+    if not (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+            and abs(value) <= TIME_LIMIT):
+        raise ValueError(f"{what} = {value!r} s is not a time within +-{TIME_LIMIT:g} s; nothing was applied")
 
 
 def check_fields(data: Any, expected: dict[str, type | tuple[type, ...]], what: str) -> None:
@@ -93,7 +122,7 @@ class GuardedSlave(Fmi2Slave):
     FMU and its interface)."""
 
     STATE_FORMAT = "flexmbs"
-    STATE_VERSION = 1
+    STATE_VERSION = 2     # 2: the serialised form carries the front end's FMI state and time
     log_categories = {
         "logStatusWarning": "Warnings: something was ignored or corrected.",
         "logStatusDiscard": "A step was not taken; the FMU stays at the start of that step.",
@@ -105,6 +134,7 @@ class GuardedSlave(Fmi2Slave):
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         self.pylog = logging.getLogger(f"flexmbs.fmu.{self.instance_name}")
+        self.start_time = 0.0     # [s] fmi2SetupExperiment's, where initialisation puts the runner
 
     # ---------------------------------------------------------------- helpers for subclasses
 
@@ -159,8 +189,7 @@ class GuardedSlave(Fmi2Slave):
 
     def fmi_fast_path(self) -> tuple | None:
         """What lets the C front end set inputs and read outputs without calling Python: None
-        (every call goes through Python), or (inputs, outputs, kind, slot, flags) as addresses,
-        the number of value references, and the arrays themselves (held by the front end):
+        (every call goes through Python), or the arrays (inputs, outputs, kind, slot, flags):
 
         - inputs, outputs: float64 arrays of the Real input values and output values;
         - kind, slot: int32 arrays per value reference: kind 1 = an input at inputs[slot],
@@ -170,12 +199,24 @@ class GuardedSlave(Fmi2Slave):
           the front end zeroes flags[0] when it sets an input and leaves every input to Python
           while flags[1] is not 0.
 
-        The arrays must live as long as the slave and only ever change in place."""
+        The front end takes them through the buffer protocol, checks their types and sizes and
+        every kind and slot (a map that does not fit leaves every call to Python, with a
+        warning), copies kind and slot, and holds views of the other three, which must only
+        ever change in place."""
         return None
 
     def fmi_refresh(self, level: int) -> bool:
         """Make the outputs valid up to `level` (see fmi_fast_path); False if that failed (logged)."""
         return False
+
+    def fmi_release(self) -> None:
+        """Called by the front end just before it drops the slave: break the slave's reference
+        cycles (each variable's getter and setter refers back to it), so that it is freed at
+        once. Left to Python's cyclic collector, which runs a full collection only once the
+        objects waiting reach a quarter of all long-lived ones (with numba and scipy loaded,
+        hundreds of instances), each instantiate/free cycle of a plant held 7-9 kB more until
+        then. The slave is unusable afterwards."""
+        vars(self).clear()
 
     # ---------------------------------------------------------------- guarded FMI entry points
 
@@ -237,18 +278,49 @@ class GuardedSlave(Fmi2Slave):
 
     def _get_fmu_state(self) -> dict:
         return self._guard("getFMUstate", lambda: {
-            "format": self.STATE_FORMAT, "version": self.STATE_VERSION, "data": copy.deepcopy(self.save())}, {})
+            "format": self.STATE_FORMAT, "version": self.STATE_VERSION, "start_time": self.start_time,
+            "data": copy.deepcopy(self.save())}, {})
+
+    def _check_format(self, state: Any) -> None:
+        found = (state.get("format"), state.get("version")) if isinstance(state, dict) else (None, None)
+        if found != (self.STATE_FORMAT, self.STATE_VERSION):
+            raise ValueError(f"the state is of format {found[0]!r} version {found[1]!r}; this FMU "
+                             f"reads {self.STATE_FORMAT!r} version {self.STATE_VERSION}. It was not applied")
 
     def _set_fmu_state(self, state: dict) -> None:
         def apply() -> None:
-            found = (state.get("format"), state.get("version")) if isinstance(state, dict) else (None, None)
-            if found != (self.STATE_FORMAT, self.STATE_VERSION):
-                raise ValueError(f"the state is of format {found[0]!r} version {found[1]!r}; this FMU "
-                                 f"reads {self.STATE_FORMAT!r} version {self.STATE_VERSION}. It was not applied")
+            self._check_format(state)
+            check_time(state.get("start_time"), "the state's start time")
             # restore() validates everything before it changes anything: a refused state
             # leaves the instance as it was
             self.restore(copy.deepcopy(state["data"]))
+            self.start_time = float(state["start_time"])
         self._guard("setFMUstate", apply)
+
+    def fmi_state_to_bytes(self, state: dict, fmi_state: str, last_time: float) -> bytes:
+        """The C front end's serialised form of a state: _fmu_state_to_bytes of it with the FMI
+        state (its name) and the last successful time [s] the front end saved with it."""
+        return self._fmu_state_to_bytes({**state, "fmi": {"state": fmi_state, "last_successful_time": last_time}})
+
+    def fmi_state_from_bytes(self, data: bytes) -> tuple[dict, str, float] | None:
+        """Inverse of fmi_state_to_bytes, checked whole before anything is made: the format and
+        version, the FMI part (a state name, for the front end to check, and a time within
+        TIME_LIMIT) and the slave's part (`runner.check_state`: fields, sizes, finite values,
+        times). None, with the reason logged, when any of it is wrong."""
+        def read() -> tuple[dict, str, float]:
+            try:
+                state = json.loads(bytes(data).decode("utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError) as err:
+                raise ValueError(f"the bytes are not a serialised state of this FMU ({err})") from None
+            self._check_format(state)
+            fmi = state.pop("fmi", None)
+            check_fields(fmi, {"state": str, "last_successful_time": float}, "the state's FMI part")
+            check_time(fmi["last_successful_time"], "the state's last successful time")
+            check_fields(state, {"format": str, "version": int, "start_time": float, "data": dict}, "the state")
+            check_time(state["start_time"], "the state's start time")
+            self.runner.check_state(state["data"])
+            return state, fmi["state"], float(fmi["last_successful_time"])
+        return self._guard("deSerializeFMUstate", read)
 
     @staticmethod
     def _fmu_state_to_bytes(state: dict) -> bytes:

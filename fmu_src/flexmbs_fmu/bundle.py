@@ -150,13 +150,50 @@ class VerifiedSources(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         exec(compile(source, module.__spec__.origin, "exec", dont_inherit=True), module.__dict__)
 
 
+def _loaded_digest(packages: tuple, files: tuple):
+    """The digest of `files` as this process imported them: from the verified sources of an
+    earlier FMU, or from the folders the packages were imported from; None when unknown."""
+    for finder in sys.meta_path:
+        if isinstance(finder, VerifiedSources) and finder.packages == packages:
+            try:
+                return _digest({name: finder.sources[name] for name in files})
+            except KeyError:
+                return None
+    roots = {}
+    for p in packages:
+        where = getattr(sys.modules.get(p), "__path__", None)
+        roots[p] = list(where)[0] if where else "(nowhere)"
+    return _digest_or_none(roots, files)
+
+
+def _same_as_loaded(bundle: Path, digest: str, packages: tuple, files: tuple, loaded: list) -> None:
+    """Raise RuntimeError naming the flexmbs this process imported and the one the FMU needs
+    unless they are the same sources (digest)."""
+    have = _loaded_digest(packages, files)
+    if have == digest:
+        return
+    text = Path(bundle) / "flexmbs" / "__init__.py"
+    match = re.search(r"__version__\s*=\s*['\"]([^'\"]+)", text.read_text()) if text.is_file() else None
+    what = ", ".join(f"{p} {getattr(sys.modules[p], '__version__', '(no version)')} from "
+                     f"{list(getattr(sys.modules[p], '__path__', ['(nowhere)']))[0]}" for p in loaded)
+    raise RuntimeError(
+        f"this process already imported {what} (its sources for this FMU have the digest {have or '(files missing)'}), "
+        f"but this FMU needs flexmbs {match.group(1) if match else '(unknown)'} with the sources of digest {digest} "
+        f"(carried in {bundle}); one process can hold only one flexmbs: load the FMU in a process that has not "
+        "imported flexmbs, or in one that imports the flexmbs it was built with")
+
+
 def choose_sources(bundle: Path, digest: str, packages: tuple, files: tuple) -> dict:
     """Make `packages` importable from the installed copy if its `files` have the digest
     `digest`, else from the FMU's copy `bundle` (resources/python, which holds just `files`),
     read once and verified against the digest (VerifiedSources). Returns the folder of each
-    package ({} when they were all imported in this process already). FLEXMBS_FMU_SOURCES=bundle:
-    always the FMU's own copy (to test it, or to pin a version)."""
-    if all(p in sys.modules for p in packages):
+    package ({} when they were all imported in this process already). Raises RuntimeError,
+    naming both, when this process already imported other sources of these packages (one
+    process holds one flexmbs). FLEXMBS_FMU_SOURCES=bundle: always the FMU's own copy (to test
+    it, or to pin a version)."""
+    loaded = [p for p in packages if p in sys.modules]
+    if loaded:
+        _same_as_loaded(bundle, digest, packages, files, loaded)
         return {}
     if os.environ.get("FLEXMBS_FMU_SOURCES") != "bundle":
         specs = [importlib.util.find_spec(p) for p in packages]

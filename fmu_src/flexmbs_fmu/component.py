@@ -17,7 +17,7 @@ import numpy as np
 
 from pythonfmu.enums import Fmi2Status
 
-from .base import GuardedSlave, StepRefused, check_fields, check_step, finite_list
+from .base import GuardedSlave, StepRefused, check_effort, check_fields, check_step, check_time, finite_list
 from .variables import Variable, digest
 
 
@@ -65,6 +65,11 @@ class Component:
     def check(self) -> None:
         """Raise ValueError if the parameters do not fit together (checked at initialisation)."""
 
+    def effort(self, h: float) -> tuple[float, str]:
+        """About how many internal steps (iterations) a step of h [s] takes, and why (checked
+        against base.STEP_BUDGET before the step). None here."""
+        return 0.0, ""
+
     # ------------------------------------------------------------------ generic behaviour
 
     def pull_inputs(self) -> None:
@@ -82,9 +87,9 @@ class Component:
         self.flags[0] = 2
 
     def set(self, name: str, value: float | str) -> None:
-        """Set an input or parameter; raises ValueError (value not taken) with the reason."""
+        """Set an input or parameter; raises ValueError (value not taken, the block as it was)
+        with the reason."""
         self.pull_inputs()
-        self.flags[0] = 0
         v = self.var[name]
         if v.causality in ("output", "calculatedParameter"):
             raise ValueError(f"{name} is computed by the FMU and cannot be set; the value was ignored")
@@ -96,6 +101,7 @@ class Component:
                 raise ValueError(f"{name} = {value!r} unknown; choose one of {', '.join(v.choices)}; "
                                  f"kept {self.values[name]!r}")
             self.values[name] = value
+            self.flags[0] = 0
             return
         value = float(value)
         if v.causality == "input":
@@ -107,6 +113,7 @@ class Component:
             self.input_error.pop(name, None)
             self.flags[1] = len(self.input_error)
             self.u[self.input_names.index(name)] = value
+            self.flags[0] = 0
         elif not math.isfinite(value) or (v.min is not None and value < v.min) or \
                 (v.max is not None and value > v.max):
             lo, hi = ("-inf" if v.min is None else v.min), ("inf" if v.max is None else v.max)
@@ -119,6 +126,7 @@ class Component:
             except ValueError as err:
                 self.values[name] = old
                 raise ValueError(f"{err}; kept {name} = {old!r}") from None
+        self.flags[0] = 0
 
     def initialize(self, start_time: float) -> None:
         try:
@@ -137,6 +145,7 @@ class Component:
         check_step(self, t, h)
         if not self.initialized:
             raise StepRefused("doStep before the end of initialisation")
+        check_effort(*self.effort(h), h)
         self.pull_inputs()
         self.advance(self.t, h)
         self.t = t + h
@@ -147,11 +156,13 @@ class Component:
         return {"values": dict(self.values), "x": dict(self.x), "t": self.t, "initialized": self.initialized,
                 "input_error": dict(self.input_error), "failure": self.failure}
 
-    def restore(self, data: dict) -> None:
-        """Apply a state from `save`; every field is checked first, so a refused state raises
-        ValueError and leaves the block as it was."""
+    def check_state(self, data: dict) -> None:
+        """Raise ValueError unless `data` is a state from `save` of this kind of block: every
+        field present and of its type, valid values, a finite block state, the time within
+        base.TIME_LIMIT. Changes nothing."""
         check_fields(data, {"values": dict, "x": dict, "t": float, "initialized": bool, "input_error": dict,
                             "failure": str}, "the state")
+        check_time(data["t"], "the state's time")
         if set(data["values"]) != set(self.values):
             raise ValueError(f"the state does not belong to a {self.NAME} FMU; nothing was applied")
         for name, value in data["values"].items():
@@ -160,6 +171,11 @@ class Component:
                     isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)):
                 raise ValueError(f"the state's {name} = {value!r} is not a valid value; nothing was applied")
         finite_list(list(data["x"].values()), len(data["x"]), "the state's block state")
+
+    def restore(self, data: dict) -> None:
+        """Apply a state from `save`; every field is checked first (check_state), so a refused
+        state raises ValueError and leaves the block as it was."""
+        self.check_state(data)
         self.values = dict(data["values"])
         self.u[:] = [float(self.values[n]) for n in self.input_names]
         self.x = dict(data["x"])
@@ -200,7 +216,6 @@ class ComponentSlave(GuardedSlave):
             raise RuntimeError(f"the {self.component.NAME} block in this process has another interface than "
                                "the one this FMU was built with; rebuild the FMU")
         self.STATE_FORMAT = f"flexmbs.{self.component.NAME}/{component_digest(self.component)[:16]}"
-        self.start_time = 0.0
         for v in self.component.VARIABLES:
             settable = v.causality in ("input", "parameter")
             self.add_variable(v, self._value_getter(v.name), self._value_setter(v.name) if settable else None)
@@ -214,8 +229,7 @@ class ComponentSlave(GuardedSlave):
                 kind[vr], slot[vr] = 1, block.input_names.index(v.name)
             elif v.causality == "output":
                 kind[vr], slot[vr] = 3, block.output_names.index(v.name)
-        arrays = (block.u, block.y, kind, slot, block.flags)
-        return (*(a.ctypes.data for a in arrays), len(kind), arrays)
+        return block.u, block.y, kind, slot, block.flags
 
     def fmi_refresh(self, level: int) -> bool:
         return bool(self._guard("computing the outputs", lambda: self.block.refresh() or True, False))

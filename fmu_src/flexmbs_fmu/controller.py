@@ -70,6 +70,11 @@ class PIDController(Component):
     def start(self) -> None:
         self.x = {"voltage": 0.0, "error": 0.0, "integral": 0.0, "t0": self.t, "k": 0.0}
 
+    def effort(self, h: float) -> tuple[float, str]:
+        """One iteration per sample instant in the step."""
+        T = self.values["sample_time"]
+        return h / T, f"sample_time {T:.3g} s"
+
     def advance(self, t: float, h: float) -> None:
         p, x = self.values, self.x
         T = p["sample_time"]

@@ -1,35 +1,45 @@
 /*
  * flexmbs FMI 2.0 co-simulation front end (Linux).
  *
- * Compiled per FMU at build time (flexmbs_fmu/shim/__init__.py) and shipped as the FMU's
+ * Compiled per FMU at build time (flexmbs/fmi/frontend.py) and shipped as the FMU's
  * binaries/linux64/<modelIdentifier>.so. It implements the fmi2* API and runs the FMU's Python
  * slave (a flexmbs_fmu.base.GuardedSlave, written with pythonfmu's Python classes) through
  * Python's C API directly; pythonfmu's own C++ library is not used on Linux. What it does:
  *
  *  - the FMI 2.0 co-simulation state machine (FMI 2.0.4 standard, section 4.2.4; the allowed
- *    calls per state follow the Modelica Association's Reference-FMUs, src/fmi2Functions.c):
+ *    calls per state are those of the Modelica Association's Reference-FMUs, src/fmi2Functions.c):
  *    a call out of sequence returns fmi2Error with a logged message naming the call and the
- *    state, and the instance stays as it was;
+ *    state, and the instance stays as it was. A discarded step leaves the instance in "step
+ *    failed": no step and no value set until fmi2SetFMUstate or fmi2Reset; getters answer;
  *  - argument checks: GUID, fmuType (co-simulation only), the resource location (a file: URI
- *    of an existing folder holding the slave module), finite times and step sizes, value
- *    references in range and of the type of the call, NULL arrays;
- *  - a fast path for the calls a master makes every step: the slave hands over its input and
- *    output arrays and a map of value references to them (GuardedSlave.fmi_fast_path), so
- *    fmi2SetReal of inputs and fmi2GetReal of outputs run in C; outputs are computed by one
- *    Python call only when a stale one is read (first a cheap level for positions and
- *    velocities, the full evaluation only when an output that needs it is read);
+ *    of an existing folder holding the slave module), finite times within +-SHIM_TIME_LIMIT and
+ *    step sizes, a step from the FMU's own time, value references in range and of the type of
+ *    the call, NULL arrays, state handles (only those this library made and has not freed are
+ *    ever read) and serialised sizes;
+ *  - FMU states that hold the instance's FMI state and last successful time with the slave's
+ *    state, restored together; each belongs to the instance that made it and is freed with it;
+ *  - a fast path for the calls a master makes every step: the slave hands over its input,
+ *    output and flag arrays and a map of value references to them (GuardedSlave.fmi_fast_path),
+ *    taken through Python's buffer protocol, size- and type-checked, the map copied and
+ *    bounds-checked, so fmi2SetReal of inputs and fmi2GetReal of outputs run in C; outputs are
+ *    computed by one Python call only when a stale one is read (first a cheap level for
+ *    positions and velocities, the full evaluation only when an output that needs it is read);
  *  - a Python runtime for C hosts: when the process has none, it starts the one the FMU carries
  *    (a --standalone build), else finds an interpreter that has what the FMU needs (the build
  *    record resources/flexmbs_python.txt, $FLEXMBS_PYTHON, python3 on PATH; "finding a Python
  *    runtime" below), loads its libpython with RTLD_GLOBAL and initialises it with its home and
  *    module paths, so no LD_PRELOAD, PYTHONHOME or PYTHONPATH is needed; when none fits, the
  *    log says what each lacks and the command that installs it. That runtime is finalised at
- *    exit (atexit), before the libraries' own exit handlers;
+ *    exit (atexit), before the libraries' own exit handlers. After that (or after a Python
+ *    host's runtime finalised) nothing ever calls Python again: a call that needs it is
+ *    refused, fmi2FreeInstance frees the C side;
  *  - every Python function is looked up with dlsym once a runtime exists, so the library loads
  *    in a process without libpython and unloads cleanly (no thread, no static destructor);
  *  - errors and warnings are logged even when the host left logging off; info messages follow
- *    the host's loggingOn and categories. A Python exception never escapes: it becomes
- *    fmi2Error with its message logged.
+ *    the host's loggingOn and categories. Messages that arise while Python's lock is held are
+ *    queued and handed to the host's logger only after the lock is released (a logger that takes
+ *    a lock of the host's must not wait while holding Python's). A Python exception never
+ *    escapes or outlives a call: it becomes fmi2Error with its message logged, and is cleared.
  */
 
 #define _GNU_SOURCE
@@ -52,7 +62,12 @@
 
 #include <Python.h>
 
-#include "flexmbs_shim_config.h" /* SHIM_GUID, SHIM_VAR_TYPES, SHIM_MODULE, SHIM_CLASS, SHIM_RECORD */
+#include "flexmbs_shim_config.h" /* SHIM_GUID, SHIM_VAR_TYPES, SHIM_MODULE, SHIM_CLASS, SHIM_RECORD, SHIM_TIME_LIMIT */
+
+/* Largest serialised state accepted [bytes]: far above any this FMU writes (JSON text; the
+   implicit method's two n x n matrices reach it near n = 3000 coordinates), and below
+   PY_SSIZE_T_MAX, so that a size that is not a state's is refused before anything is read. */
+#define MAX_STATE_BYTES ((size_t)1 << 30)
 
 /* ------------------------------------------------------------------ FMI 2.0 types (ABI) */
 
@@ -93,17 +108,20 @@ typedef enum {
     INSTANTIATED = 1 << 0,
     INITIALIZATION_MODE = 1 << 1,
     STEP_COMPLETE = 1 << 2,
-    STEP_DISCARDED = 1 << 3, /* a step was refused; the FMU is still at its start (retry allowed) */
+    STEP_FAILED = 1 << 3, /* a step was discarded: the FMU is at its start, until a state is restored or a reset */
     TERMINATED = 1 << 4,
     ERROR_STATE = 1 << 5,
     FATAL_STATE = 1 << 6,
 } State;
 
-#define ANY_LIVE (INSTANTIATED | INITIALIZATION_MODE | STEP_COMPLETE | STEP_DISCARDED | TERMINATED | ERROR_STATE)
-#define RUNNING (STEP_COMPLETE | STEP_DISCARDED)
-#define MASK_SET (INSTANTIATED | INITIALIZATION_MODE | RUNNING)
-#define MASK_GET (INITIALIZATION_MODE | RUNNING | TERMINATED | ERROR_STATE)
-#define MASK_STATUS (RUNNING | TERMINATED)
+/* The calls allowed per state, as in the Reference-FMUs (src/fmi2Functions.c, MASK_fmi2*). */
+#define ANY_LIVE (INSTANTIATED | INITIALIZATION_MODE | STEP_COMPLETE | STEP_FAILED | TERMINATED | ERROR_STATE)
+#define MASK_SET (INSTANTIATED | INITIALIZATION_MODE | STEP_COMPLETE)
+#define MASK_GET (INITIALIZATION_MODE | STEP_COMPLETE | STEP_FAILED | TERMINATED | ERROR_STATE)
+#define MASK_STATUS (STEP_COMPLETE | STEP_FAILED | TERMINATED)
+#define MASK_TERMINATE (STEP_COMPLETE | STEP_FAILED)
+
+static const State STATES[] = {INSTANTIATED, INITIALIZATION_MODE, STEP_COMPLETE, STEP_FAILED, TERMINATED, ERROR_STATE};
 
 static const char *state_name(State s)
 {
@@ -111,12 +129,20 @@ static const char *state_name(State s)
         case INSTANTIATED: return "instantiated";
         case INITIALIZATION_MODE: return "initialization mode";
         case STEP_COMPLETE: return "step complete";
-        case STEP_DISCARDED: return "step discarded";
+        case STEP_FAILED: return "step failed";
         case TERMINATED: return "terminated";
         case ERROR_STATE: return "error";
         case FATAL_STATE: return "fatal";
     }
     return "unknown";
+}
+
+/* The live state of a name (as state_name writes it), or 0. */
+static State state_of_name(const char *name)
+{
+    for (size_t i = 0; name && i < sizeof STATES / sizeof STATES[0]; i++)
+        if (strcmp(name, state_name(STATES[i])) == 0) return STATES[i];
+    return 0;
 }
 
 /* ------------------------------------------------------------------ Python's C API */
@@ -171,10 +197,13 @@ typedef struct {
     PyObject *(*BoolFromLong)(long);
     PyObject *(*BytesFromStringAndSize)(const char *, Py_ssize_t);
     int (*BytesAsStringAndSize)(PyObject *, char **, Py_ssize_t *);
+    int (*GetBuffer)(PyObject *, Py_buffer *, int);
+    void (*BufferRelease)(Py_buffer *);
 } PyApi;
 
 static PyApi py;           /* filled once a runtime runs in this process */
 static PyApi started;      /* the runtime this library started (C hosts), finalised at exit */
+static volatile int finalized;   /* set when finalize_started runs: no Python call after it */
 
 static int lookup(void *handle, PyApi *api)
 {
@@ -200,6 +229,7 @@ static int lookup(void *handle, PyApi *api)
     SYM(FloatFromDouble, "PyFloat_FromDouble") SYM(FloatAsDouble, "PyFloat_AsDouble")
     SYM(BoolFromLong, "PyBool_FromLong") SYM(BytesFromStringAndSize, "PyBytes_FromStringAndSize")
     SYM(BytesAsStringAndSize, "PyBytes_AsStringAndSize")
+    SYM(GetBuffer, "PyObject_GetBuffer") SYM(BufferRelease, "PyBuffer_Release")
 #undef SYM
     return ok;
 }
@@ -211,6 +241,7 @@ static int lookup(void *handle, PyApi *api)
 static void finalize_started(void)
 {
     if (!started.FinalizeEx) return;
+    finalized = 1;
     started.GILEnsure();
     started.FinalizeEx();
 }
@@ -221,17 +252,27 @@ static void finalize_started(void)
 enum { VR_SLOW = 0, VR_INPUT = 1, VR_STATE_OUTPUT = 2, VR_OUTPUT = 3 };
 
 typedef struct {
-    PyObject *owner;          /* the tuple that keeps the slave's arrays alive */
+    int on;                   /* the views are held and the map checked: calls may use it */
+    Py_buffer views[3];       /* inputs, outputs, flags: held, so the arrays can be neither freed nor resized */
     double *inputs;           /* Real inputs, by input slot (the slave's array) */
     double *outputs;          /* Real outputs, by output slot */
-    const int32_t *kind;      /* per value reference: VR_* */
-    const int32_t *slot;      /* per value reference: slot in inputs or outputs */
+    size_t n_inputs, n_outputs;
     int64_t *flags;           /* [0] outputs valid up to level 0/1/2, [1] refused inputs pending */
-    size_t n;                 /* number of value references in kind and slot */
+    int32_t *kind;            /* per value reference: VR_* (a checked copy of the slave's map) */
+    int32_t *slot;            /* per value reference: slot in inputs or outputs (checked copy) */
 } Fast;
+
+/* A message waiting for Python's lock to be released before it goes to the host's logger. */
+typedef struct Message {
+    struct Message *next;
+    fmi2Status status;
+    char *category;
+    char *text;
+} Message;
 
 typedef struct {
     State state;
+    const char *call;             /* the FMI function being run (for messages) */
     char *name;
     fmi2CallbackFunctions host;   /* the host's callbacks */
     int logging_on;
@@ -242,17 +283,23 @@ typedef struct {
     PyObject *slave;              /* the Python slave (a GuardedSlave) */
     PyObject *log_queue;          /* its list of pending messages */
     PyObject *strings;            /* the last fmi2GetString result, kept while the host reads it */
-    Fast fast;                    /* fast.owner == NULL: no fast path */
-    double last_successful;       /* [s] end of the last step taken (start of a refused one) */
+    Fast fast;                    /* fast.on == 0: no fast path */
+    double last_successful;       /* [s] end of the last step taken (the FMU's time) */
     fmi2Status worst;             /* the worst status the slave logged during the current call */
+    int in_python;                /* this instance's call holds Python's lock: messages wait */
+    Message *queue, **queue_end;  /* the messages waiting */
 } Instance;
 
-/* A saved state: the slave's state object, and its serialised bytes once asked for. */
-#define SAVED_MAGIC 0x666c6578u
-typedef struct {
-    unsigned magic;
+/* A saved state: the slave's state object, its serialised bytes once asked for, and the
+   instance's FMI state and last successful time when it was saved. Every live one is in the
+   list `saved_states`; a handle from the host is used only when found there. */
+typedef struct Saved {
+    struct Saved *next;
+    Instance *owner;              /* made by this instance, freed with it */
     PyObject *data;
     PyObject *bytes;
+    State state;
+    double last_successful;
 } Saved;
 
 static int category_on(const Instance *in, fmi2String category)
@@ -263,13 +310,10 @@ static int category_on(const Instance *in, fmi2String category)
     return 0;
 }
 
-/* Warnings and worse always reach the host; information only with logging on. The FMI logger
-   takes a printf format: a '%' of the text (a path, a URI) is doubled so that it cannot read
-   arguments that were never passed. */
-static void emit(const Instance *in, fmi2Status status, fmi2String category, fmi2String message)
+/* The host's logger, called with no lock of ours held. It takes a printf format: a '%' of the
+   text (a path, a URI) is doubled so that it cannot read arguments that were never passed. */
+static void deliver(const Instance *in, fmi2Status status, fmi2String category, fmi2String message)
 {
-    if (in->host.logger == NULL || message == NULL) return;
-    if (status < fmi2Warning && !(in->logging_on && category_on(in, category))) return;
     if (!strchr(message, '%')) {
         in->host.logger(in->host.componentEnvironment, in->name, status, category, message);
         return;
@@ -287,7 +331,47 @@ static void emit(const Instance *in, fmi2Status status, fmi2String category, fmi
     free(safe);
 }
 
-static void logf_(const Instance *in, fmi2Status status, const char *fmt, ...)
+/* Warnings and worse always reach the host; information only with logging on. While the call
+   holds Python's lock the message is queued (flush_log hands it over once it is released). */
+static void emit(Instance *in, fmi2Status status, fmi2String category, fmi2String message)
+{
+    if (in->host.logger == NULL || message == NULL) return;
+    if (status < fmi2Warning && !(in->logging_on && category_on(in, category))) return;
+    if (!in->in_python) {
+        deliver(in, status, category, message);
+        return;
+    }
+    Message *m = calloc(1, sizeof *m);
+    if (!m) return;
+    m->status = status;
+    m->category = category ? strdup(category) : NULL;
+    m->text = strdup(message);
+    if (!m->text) {
+        free(m->category);
+        free(m);
+        return;
+    }
+    *in->queue_end = m;
+    in->queue_end = &m->next;
+}
+
+/* Hand the queued messages to the host's logger, in order (Python's lock released). */
+static void flush_log(Instance *in)
+{
+    Message *m = in->queue;
+    in->queue = NULL;
+    in->queue_end = &in->queue;
+    while (m) {
+        Message *next = m->next;
+        deliver(in, m->status, m->category, m->text);
+        free(m->category);
+        free(m->text);
+        free(m);
+        m = next;
+    }
+}
+
+static void logf_(Instance *in, fmi2Status status, const char *fmt, ...)
 {
     char msg[1024];
     va_list ap;
@@ -300,12 +384,25 @@ static void logf_(const Instance *in, fmi2Status status, const char *fmt, ...)
     emit(in, status, cat, msg);
 }
 
+/* A time [s] as Python's repr writes it (the shortest text that reads back to it, with ".0"
+   when it would look like an integer), so that messages read alike from C and from Python. */
+static const char *show_time(double t, char *out, size_t n)
+{
+    for (int digits = 1; digits <= 17; digits++) {
+        snprintf(out, n, "%.*g", digits, t);
+        if (strtod(out, NULL) == t) break;
+    }
+    if (isfinite(t) && !strpbrk(out, ".e")) strncat(out, ".0", n - strlen(out) - 1);
+    return out;
+}
+
 /* The call is allowed in the instance's state; else log and refuse. */
 static int allowed(Instance *in, const char *call, int mask)
 {
     if (in->state & mask) return 1;
-    logf_(in, fmi2Error, "%s is not allowed in state '%s'; the call was refused and the FMU is unchanged", call,
-          state_name(in->state));
+    logf_(in, fmi2Error, "%s is not allowed in state '%s'; the call was refused and the FMU is unchanged%s", call,
+          state_name(in->state), in->state == STEP_FAILED ? " (after a discarded step: restore a saved state with "
+          "fmi2SetFMUstate, or fmi2Reset, to go on)" : "");
     return 0;
 }
 
@@ -785,42 +882,159 @@ static fmi2Status call_status(Instance *in, const char *method, const char *fmt,
     return fmi2OK;
 }
 
-#define GIL_ENTER PyGILState_STATE gil_ = py.GILEnsure(); in->worst = fmi2OK;
-#define GIL_LEAVE py.GILRelease(gil_);
+/* ------------------------------------------------------------------ Python's lock */
 
-/* The slave's fast path (GuardedSlave.fmi_fast_path: None, or a tuple of the addresses of
-   inputs, outputs, kind, slot and flags, the number of value references, and the arrays). */
+/* A runtime runs that may be called: not finalised by finalize_started, nor by a Python host
+   (its exit, after which C exit handlers may still call the FMU). */
+static int python_alive(void)
+{
+    return !finalized && py.IsInitialized && py.IsInitialized();
+}
+
+/* Take Python's lock for a call of in->call; 0 (logged) when the runtime is gone. */
+static int enter_python(Instance *in, PyGILState_STATE *gil)
+{
+    if (!python_alive()) {
+        logf_(in, fmi2Error, "%s: the Python runtime of this process has been finalised (the process is exiting); "
+              "nothing can run in it, the call was refused", in->call);
+        return 0;
+    }
+    *gil = py.GILEnsure();
+    in->worst = fmi2OK;
+    in->in_python = 1;
+    return 1;
+}
+
+/* Release Python's lock: an exception still pending is logged and cleared first (none outlives
+   a call to poison the next), then the queued messages go to the host. */
+static void leave_python(Instance *in, PyGILState_STATE gil)
+{
+    if (py.ErrOccurred()) log_exception(in, in->call);
+    in->in_python = 0;
+    py.GILRelease(gil);
+    flush_log(in);
+}
+
+#define GIL_ENTER                         \
+    PyGILState_STATE gil_;                \
+    if (!enter_python(in, &gil_)) return fmi2Error;
+#define GIL_LEAVE leave_python(in, gil_);
+
+/* ------------------------------------------------------------------ the fast path */
+
+/* A held view of `obj` as a 1-D C-contiguous array of `itemsize`-byte items whose struct format
+   is one letter of `formats` (numpy: "d" float64, "i" int32, "l" or "q" int64); 0 (no view
+   held, no exception left) when it is not one. */
+static int view_of(PyObject *obj, Py_buffer *view, int writable, Py_ssize_t itemsize, const char *formats)
+{
+    memset(view, 0, sizeof *view);
+    if (!obj || py.GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0)) != 0) {
+        if (py.ErrOccurred()) py.ErrClear();
+        memset(view, 0, sizeof *view);
+        return 0;
+    }
+    if (view->ndim == 1 && view->itemsize == itemsize && view->format && view->format[0] && !view->format[1] &&
+        strchr(formats, view->format[0]))
+        return 1;
+    py.BufferRelease(view);
+    memset(view, 0, sizeof *view);
+    return 0;
+}
+
+/* The map is one this FMU can use: a kind 0..3 per value reference, a fast kind only for a Real
+   variable, and its slot within the input or output array. */
+static int map_ok(const Fast *f, char *why, size_t nwhy)
+{
+    static const char types[] = SHIM_VAR_TYPES;
+    for (size_t vr = 0; vr < sizeof types - 1; vr++) {
+        int32_t k = f->kind[vr], s = f->slot[vr];
+        size_t limit = k == VR_INPUT ? f->n_inputs : f->n_outputs;
+        if (k < VR_SLOW || k > VR_OUTPUT || (k != VR_SLOW && (types[vr] != 'R' || s < 0 || (size_t)s >= limit))) {
+            snprintf(why, nwhy, "value reference %zu has kind %d and slot %d, with %zu inputs and %zu outputs", vr,
+                     (int)k, (int)s, f->n_inputs, f->n_outputs);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static void drop_fast(Fast *f)
+{
+    for (int i = 0; i < 3; i++) py.BufferRelease(&f->views[i]);   /* a zeroed view is a no-op */
+    free(f->kind);
+    free(f->slot);
+    memset(f, 0, sizeof *f);
+}
+
+/* Take the slave's arrays (inputs, outputs, kind, slot, flags): views of the three it shares,
+   checked copies of the map. 0 with the reason in `why` when they do not fit this FMU. */
+static int fast_from(Fast *f, PyObject *arrays, char *why, size_t nwhy)
+{
+    static const char *names[5] = {"inputs", "outputs", "kind", "slot", "flags"};
+    static const char *kinds[5] = {"float64", "float64", "int32", "int32", "int64"};
+    const size_t n = sizeof(SHIM_VAR_TYPES) - 1;
+    Py_buffer map[2];
+    Py_buffer *views[5] = {&f->views[0], &f->views[1], &map[0], &map[1], &f->views[2]};
+    const char *formats[5] = {"d", "d", "i", "i", "lq"};
+    const Py_ssize_t sizes[5] = {8, 8, 4, 4, 8};
+    memset(f, 0, sizeof *f);
+    memset(map, 0, sizeof map);
+    int ok = py.TupleSize(arrays) == 5;
+    if (!ok) snprintf(why, nwhy, "not a tuple of 5 arrays");
+    for (int i = 0; ok && i < 5; i++)
+        if (!(ok = view_of(py.TupleGetItem(arrays, i), views[i], i != 2 && i != 3, sizes[i], formats[i])))
+            snprintf(why, nwhy, "%s is not a one-dimensional contiguous%s %s array", names[i],
+                     i == 2 || i == 3 ? "" : " writable", kinds[i]);
+    if (ok && ((size_t)map[0].shape[0] != n || (size_t)map[1].shape[0] != n || f->views[2].shape[0] < 2)) {
+        snprintf(why, nwhy, "the map covers %zd and %zd value references (this FMU has %zu), flags has %zd entries",
+                 map[0].shape[0], map[1].shape[0], n, f->views[2].shape[0]);
+        ok = 0;
+    }
+    if (ok) {
+        f->inputs = f->views[0].buf, f->n_inputs = (size_t)f->views[0].shape[0];
+        f->outputs = f->views[1].buf, f->n_outputs = (size_t)f->views[1].shape[0];
+        f->flags = f->views[2].buf;
+        f->kind = malloc(n * sizeof *f->kind + 1);
+        f->slot = malloc(n * sizeof *f->slot + 1);
+        ok = f->kind && f->slot;
+        if (ok) {
+            memcpy(f->kind, map[0].buf, n * sizeof *f->kind);
+            memcpy(f->slot, map[1].buf, n * sizeof *f->slot);
+            ok = map_ok(f, why, nwhy);
+        }
+    }
+    py.BufferRelease(&map[0]);
+    py.BufferRelease(&map[1]);
+    if (py.ErrOccurred()) py.ErrClear();
+    if (!ok) drop_fast(f);
+    f->on = ok;
+    return ok;
+}
+
+/* The slave's fast path (GuardedSlave.fmi_fast_path: None, or its five arrays). */
 static void take_fast_path(Instance *in)
 {
     memset(&in->fast, 0, sizeof in->fast);
-    PyObject *t = call(in, "fmi_fast_path", NULL);
-    if (!t) return;
-    if (py.TupleSize(t) != 7) {   /* None: this slave has no fast path */
-        if (py.ErrOccurred()) py.ErrClear();
-        py.DecRef(t);
-        return;
-    }
-    Fast f;
-    f.inputs = py.LongAsVoidPtr(py.TupleGetItem(t, 0));
-    f.outputs = py.LongAsVoidPtr(py.TupleGetItem(t, 1));
-    f.kind = py.LongAsVoidPtr(py.TupleGetItem(t, 2));
-    f.slot = py.LongAsVoidPtr(py.TupleGetItem(t, 3));
-    f.flags = py.LongAsVoidPtr(py.TupleGetItem(t, 4));
-    f.n = (size_t)py.LongAsLong(py.TupleGetItem(t, 5));
-    if (py.ErrOccurred() || !f.kind || !f.slot || !f.flags || f.n != sizeof(SHIM_VAR_TYPES) - 1) {
-        if (py.ErrOccurred()) py.ErrClear();
-        logf_(in, fmi2Warning, "the slave's fast path does not fit this FMU; every call goes through Python");
-        py.DecRef(t);
-        return;
-    }
-    f.owner = t;
-    in->fast = f;
+    PyObject *arrays = call(in, "fmi_fast_path", NULL);
+    if (!arrays) return;
+    char why[300];
+    if (py.IsTrue(arrays) == 1 && !fast_from(&in->fast, arrays, why, sizeof why))   /* None: no fast path */
+        logf_(in, fmi2Warning, "the slave's fast path does not fit this FMU (%s); every call goes through Python",
+              why);
+    if (py.ErrOccurred()) py.ErrClear();
+    py.DecRef(arrays);
 }
 
+/* Drop the slave (Python's lock held): it breaks its own reference cycles first
+   (GuardedSlave.fmi_release), so that it is freed now, not by a later cyclic collection. */
 static void release_slave(Instance *in)
 {
-    if (in->fast.owner) py.DecRef(in->fast.owner);
-    memset(&in->fast, 0, sizeof in->fast);
+    drop_fast(&in->fast);
+    if (in->slave) {
+        PyObject *r = invoke_on(in->slave, "fmi_release", NULL);
+        if (r) py.DecRef(r);
+        else log_exception(in, "fmi_release");
+    }
     if (in->strings) py.DecRef(in->strings);
     if (in->log_queue) py.DecRef(in->log_queue);
     if (in->slave) py.DecRef(in->slave);
@@ -918,6 +1132,85 @@ static void announce(Instance *in)
     if (module) py.DecRef(module);
 }
 
+/* ------------------------------------------------------------------ saved states */
+
+static pthread_mutex_t saved_lock = PTHREAD_MUTEX_INITIALIZER;
+static Saved *saved_states;   /* every live state this library made */
+
+/* The saved state behind a handle, or NULL: the handle is compared with the live states, never
+   read, so a forged, freed or uninitialised one cannot make the FMU read freed memory. */
+static Saved *find_saved(fmi2FMUstate handle)
+{
+    pthread_mutex_lock(&saved_lock);
+    Saved *s = saved_states;
+    while (s && (void *)s != handle) s = s->next;
+    pthread_mutex_unlock(&saved_lock);
+    return s;
+}
+
+/* A new live state of `in` holding `data` (the reference is taken over; NULL when out of memory). */
+static Saved *new_saved(Instance *in, PyObject *data)
+{
+    Saved *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    s->owner = in;
+    s->data = data;
+    pthread_mutex_lock(&saved_lock);
+    s->next = saved_states;
+    saved_states = s;
+    pthread_mutex_unlock(&saved_lock);
+    return s;
+}
+
+/* Put `data` (a reference taken over), the FMI state and the time into the state behind *handle
+   when `in` made it (FMI: a given state is overwritten), else into a new one. 0 when out of memory
+   (data released). Python's lock held. */
+static int store_saved(Instance *in, fmi2FMUstate *handle, PyObject *data, State state, double last)
+{
+    Saved *s = find_saved(*handle);
+    if (s && s->owner == in) {
+        py.DecRef(s->data);
+        if (s->bytes) py.DecRef(s->bytes);
+        s->data = data;
+        s->bytes = NULL;
+    } else if ((s = new_saved(in, data)) == NULL) {
+        py.DecRef(data);
+        return 0;
+    }
+    s->state = state;
+    s->last_successful = last;
+    *handle = s;
+    return 1;
+}
+
+/* Take a state out of the list (or, with s == NULL, every state `owner` made) and free it; its
+   Python objects are released when the runtime still runs (Python's lock held then). */
+static void free_saved(Saved *s, const Instance *owner, int with_python)
+{
+    pthread_mutex_lock(&saved_lock);
+    Saved **link = &saved_states, *gone = NULL;
+    while (*link) {
+        Saved *x = *link;
+        if (x == s || (!s && x->owner == owner)) {
+            *link = x->next;
+            x->next = gone;
+            gone = x;
+        } else {
+            link = &x->next;
+        }
+    }
+    pthread_mutex_unlock(&saved_lock);
+    while (gone) {
+        Saved *next = gone->next;
+        if (with_python) {
+            py.DecRef(gone->data);
+            if (gone->bytes) py.DecRef(gone->bytes);
+        }
+        free(gone);
+        gone = next;
+    }
+}
+
 /* ------------------------------------------------------------------ FMI API */
 
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -928,6 +1221,7 @@ EXPORT const char *fmi2GetVersion(void) { return "2.0"; }
 static void free_instance(Instance *in)
 {
     if (!in) return;
+    flush_log(in);
     for (size_t i = 0; i < in->n_categories; i++) free(in->categories[i]);
     free(in->categories);
     free(in->name);
@@ -945,6 +1239,8 @@ EXPORT fmi2Component fmi2Instantiate(fmi2String instanceName, fmi2Type fmuType, 
     in->logging_on = loggingOn == FMI2_TRUE;
     in->visible = visible == FMI2_TRUE;
     in->state = INSTANTIATED;
+    in->call = "fmi2Instantiate";
+    in->queue_end = &in->queue;
     char why[1200];
     if (!in->name || !functions || !functions->logger) {
         free_instance(in);   /* no logger to say why: the FMI standard requires one */
@@ -968,6 +1264,11 @@ EXPORT fmi2Component fmi2Instantiate(fmi2String instanceName, fmi2Type fmuType, 
         logf_(in, fmi2Error, "fmi2Instantiate: %s", why);
         goto fail;
     }
+    if (finalized || (py.IsInitialized && !py.IsInitialized())) {   /* never start a runtime again at exit */
+        logf_(in, fmi2Error, "fmi2Instantiate: the Python runtime of this process has been finalised (the process "
+              "is exiting); no instance can be made");
+        goto fail;
+    }
     pthread_mutex_lock(&start_lock);
     int ready = ensure_python(in->resources, why, sizeof why);
     if (ready && !py.GILEnsure && !lookup(NULL, &py)) {
@@ -980,10 +1281,13 @@ EXPORT fmi2Component fmi2Instantiate(fmi2String instanceName, fmi2Type fmuType, 
         logf_(in, fmi2Error, "fmi2Instantiate: %s", why);
         goto fail;
     }
-    GIL_ENTER
-    announce(in);
-    int created = create_slave(in);
-    GIL_LEAVE
+    PyGILState_STATE gil;
+    int created = 0;
+    if (enter_python(in, &gil)) {
+        announce(in);
+        created = create_slave(in);
+    }
+    if (in->in_python) leave_python(in, gil);
     if (!created) goto fail;
     return in;
 fail:
@@ -991,14 +1295,23 @@ fail:
     return NULL;
 }
 
+/* Free the instance and every state it made. With the runtime gone (the process is exiting)
+   only the C side is freed: the Python objects went with the runtime. */
 EXPORT void fmi2FreeInstance(fmi2Component c)
 {
     Instance *in = c;
     if (!in) return;
-    if (in->slave) {
-        GIL_ENTER
+    in->call = "fmi2FreeInstance";
+    if (python_alive()) {
+        PyGILState_STATE gil;
+        enter_python(in, &gil);
+        free_saved(NULL, in, 1);
         release_slave(in);
-        GIL_LEAVE
+        leave_python(in, gil);
+    } else {
+        free_saved(NULL, in, 0);
+        free(in->fast.kind);
+        free(in->fast.slot);
     }
     free_instance(in);
 }
@@ -1021,17 +1334,19 @@ EXPORT fmi2Status fmi2SetDebugLogging(fmi2Component c, fmi2Boolean loggingOn, si
     return fmi2OK;
 }
 
-#define ENTER(call, mask)                                   \
+#define ENTER(name, mask)                                   \
     Instance *in = c;                                       \
     if (!in) return fmi2Error;                              \
-    if (!allowed(in, call, mask)) return fmi2Error;
+    in->call = name;                                        \
+    if (!allowed(in, name, mask)) return fmi2Error;
 
 EXPORT fmi2Status fmi2SetupExperiment(fmi2Component c, fmi2Boolean toleranceDefined, fmi2Real tolerance,
                                       fmi2Real startTime, fmi2Boolean stopTimeDefined, fmi2Real stopTime)
 {
     ENTER("fmi2SetupExperiment", INSTANTIATED)
-    if (!isfinite(startTime)) {
-        logf_(in, fmi2Error, "fmi2SetupExperiment: the start time %g s is not finite; refused", startTime);
+    if (!isfinite(startTime) || fabs(startTime) > SHIM_TIME_LIMIT) {
+        logf_(in, fmi2Error, "fmi2SetupExperiment: the start time %g s is not a finite time within +-%g s; refused",
+              startTime, SHIM_TIME_LIMIT);
         return fmi2Error;
     }
     if (stopTimeDefined && !(isfinite(stopTime) && stopTime >= startTime)) {
@@ -1051,7 +1366,7 @@ EXPORT fmi2Status fmi2SetupExperiment(fmi2Component c, fmi2Boolean toleranceDefi
     py.DecRef(stop);
     py.DecRef(tol);
     GIL_LEAVE
-    in->last_successful = startTime;
+    if (s <= fmi2Warning) in->last_successful = startTime;
     return s;
 }
 
@@ -1079,7 +1394,7 @@ EXPORT fmi2Status fmi2ExitInitializationMode(fmi2Component c)
 
 EXPORT fmi2Status fmi2Terminate(fmi2Component c)
 {
-    ENTER("fmi2Terminate", RUNNING)
+    ENTER("fmi2Terminate", MASK_TERMINATE)
     return transition(in, "terminate", TERMINATED);
 }
 
@@ -1238,7 +1553,7 @@ static int unbox_string(PyObject *o, void *v, size_t i)
 static int fast_set(Instance *in, const fmi2ValueReference vr[], size_t nvr, const fmi2Real value[])
 {
     const Fast *f = &in->fast;
-    if (!f->owner || f->flags[1] != 0) return 0;
+    if (!f->on || f->flags[1] != 0) return 0;
     for (size_t i = 0; i < nvr; i++)
         if (f->kind[vr[i]] != VR_INPUT || !isfinite(value[i])) return 0;
     for (size_t i = 0; i < nvr; i++) f->inputs[f->slot[vr[i]]] = value[i];
@@ -1252,7 +1567,7 @@ static int fast_set(Instance *in, const fmi2ValueReference vr[], size_t nvr, con
 static int fast_get(Instance *in, const fmi2ValueReference vr[], size_t nvr, fmi2Real value[], fmi2Status *status)
 {
     const Fast *f = &in->fast;
-    if (!f->owner) return 0;
+    if (!f->on) return 0;
     int64_t level = 0;
     for (size_t i = 0; i < nvr; i++) {
         int32_t k = f->kind[vr[i]];
@@ -1261,13 +1576,15 @@ static int fast_get(Instance *in, const fmi2ValueReference vr[], size_t nvr, fmi
         if (k == VR_OUTPUT) level = 2;
     }
     *status = fmi2OK;
-    if (f->flags[0] < level) {
-        GIL_ENTER
+    PyGILState_STATE gil;
+    if (f->flags[0] < level && enter_python(in, &gil)) {
         PyObject *r = call(in, "fmi_refresh", "(i)", (int)level);
         int ok = r && py.IsTrue(r) == 1;
         if (r) py.DecRef(r);
-        GIL_LEAVE
+        leave_python(in, gil);
         if (!ok) *status = fmi2Error;
+    } else if (f->flags[0] < level) {
+        *status = fmi2Error;
     }
     for (size_t i = 0; i < nvr; i++) {
         int32_t k = f->kind[vr[i]];
@@ -1326,22 +1643,13 @@ GETTER(fmi2GetString, fmi2String, 'S', "get_string", unbox_string, &in->strings)
 
 /* ------------------------------------------------------------------ FMU state */
 
-static Saved *saved_of(Instance *in, const char *call, fmi2FMUstate state)
+static Saved *saved_of(Instance *in, fmi2FMUstate state)
 {
-    Saved *s = state;
-    if (s && s->magic == SAVED_MAGIC && s->data) return s;
+    Saved *s = find_saved(state);
+    if (s) return s;
     logf_(in, fmi2Error, "%s: the state was not made by fmi2GetFMUstate or fmi2DeSerializeFMUstate of this FMU "
-          "(or was freed); refused, the FMU is unchanged", call);
+          "(or was freed, or its instance was); refused, the FMU is unchanged", in->call);
     return NULL;
-}
-
-static fmi2FMUstate wrap_state(PyObject *data)
-{
-    Saved *s = calloc(1, sizeof *s);
-    if (!s) return NULL;
-    s->magic = SAVED_MAGIC;
-    s->data = data;
-    return s;
 }
 
 EXPORT fmi2Status fmi2GetFMUstate(fmi2Component c, fmi2FMUstate *state)
@@ -1354,68 +1662,62 @@ EXPORT fmi2Status fmi2GetFMUstate(fmi2Component c, fmi2FMUstate *state)
     GIL_ENTER
     PyObject *data = call(in, "_get_fmu_state", NULL);
     fmi2Status st = data && in->worst < fmi2Error ? fmi2OK : fmi2Error;
-    if (st == fmi2OK && *state && ((Saved *)*state)->magic == SAVED_MAGIC) {
-        Saved *old = *state;   /* FMI: a given state is overwritten */
-        py.DecRef(old->data);
-        if (old->bytes) py.DecRef(old->bytes);
-        old->data = data;
-        old->bytes = NULL;
-    } else if (st == fmi2OK) {
-        *state = wrap_state(data);
-        if (!*state) py.DecRef(data), st = fmi2Error;
-    } else if (data) {
-        py.DecRef(data);
-    }
+    if (st == fmi2OK && !store_saved(in, state, data, in->state, in->last_successful)) st = fmi2Error;
+    else if (st != fmi2OK && data) py.DecRef(data);
     GIL_LEAVE
     return st;
 }
 
+/* The slave's state, then, once the slave took it whole, the FMI state and the last successful
+   time saved with it: a refused state changes nothing. */
 EXPORT fmi2Status fmi2SetFMUstate(fmi2Component c, fmi2FMUstate state)
 {
     ENTER("fmi2SetFMUstate", ANY_LIVE)
-    if (!state) {
-        logf_(in, fmi2Error, "fmi2SetFMUstate: NULL state; refused, the FMU is unchanged");
-        return fmi2Error;
-    }
-    Saved *s = saved_of(in, "fmi2SetFMUstate", state);
+    Saved *s = saved_of(in, state);
     if (!s) return fmi2Error;
     GIL_ENTER
-    fmi2Status st = call_status(in, "_set_fmu_state", "(O)", s->data);
+    fmi2Status st = escalate(in, call_status(in, "_set_fmu_state", "(O)", s->data), fmi2Error);
     GIL_LEAVE
-    return escalate(in, st, fmi2Error);
+    if (st <= fmi2Warning) {
+        in->state = s->state;
+        in->last_successful = s->last_successful;
+    }
+    return st;
 }
 
 EXPORT fmi2Status fmi2FreeFMUstate(fmi2Component c, fmi2FMUstate *state)
 {
     ENTER("fmi2FreeFMUstate", ANY_LIVE)
     if (!state || !*state) return fmi2OK;
-    Saved *s = saved_of(in, "fmi2FreeFMUstate", *state);
+    Saved *s = saved_of(in, *state);
     if (!s) return fmi2Error;
-    GIL_ENTER
-    py.DecRef(s->data);
-    if (s->bytes) py.DecRef(s->bytes);
-    GIL_LEAVE
-    s->magic = 0;
-    free(s);
+    if (python_alive()) {
+        GIL_ENTER
+        free_saved(s, NULL, 1);
+        GIL_LEAVE
+    } else {
+        free_saved(s, NULL, 0);
+    }
     *state = NULL;
     return fmi2OK;
 }
 
-/* The state's serialised bytes, made once. */
+/* The state's serialised bytes (with its FMI state and last successful time), made once. */
 static PyObject *state_bytes(Instance *in, Saved *s)
 {
-    if (!s->bytes) s->bytes = call(in, "_fmu_state_to_bytes", "(O)", s->data);
+    if (!s->bytes)
+        s->bytes = call(in, "fmi_state_to_bytes", "(Osd)", s->data, state_name(s->state), s->last_successful);
     return s->bytes;
 }
 
 EXPORT fmi2Status fmi2SerializedFMUstateSize(fmi2Component c, fmi2FMUstate state, size_t *size)
 {
     ENTER("fmi2SerializedFMUstateSize", ANY_LIVE)
-    if (!state || !size) {
-        logf_(in, fmi2Error, "fmi2SerializedFMUstateSize: NULL state or size; refused");
+    if (!size) {
+        logf_(in, fmi2Error, "fmi2SerializedFMUstateSize: NULL size; refused");
         return fmi2Error;
     }
-    Saved *s = saved_of(in, "fmi2SerializedFMUstateSize", state);
+    Saved *s = saved_of(in, state);
     if (!s) return fmi2Error;
     GIL_ENTER
     PyObject *b = state_bytes(in, s);
@@ -1432,11 +1734,11 @@ EXPORT fmi2Status fmi2SerializedFMUstateSize(fmi2Component c, fmi2FMUstate state
 EXPORT fmi2Status fmi2SerializeFMUstate(fmi2Component c, fmi2FMUstate state, fmi2Byte bytes[], size_t size)
 {
     ENTER("fmi2SerializeFMUstate", ANY_LIVE)
-    if (!state || !bytes) {
-        logf_(in, fmi2Error, "fmi2SerializeFMUstate: NULL state or buffer; refused");
+    if (!bytes) {
+        logf_(in, fmi2Error, "fmi2SerializeFMUstate: NULL buffer; refused");
         return fmi2Error;
     }
-    Saved *s = saved_of(in, "fmi2SerializeFMUstate", state);
+    Saved *s = saved_of(in, state);
     if (!s) return fmi2Error;
     GIL_ENTER
     PyObject *b = state_bytes(in, s);
@@ -1455,6 +1757,9 @@ EXPORT fmi2Status fmi2SerializeFMUstate(fmi2Component c, fmi2FMUstate state, fmi
     return ok ? fmi2OK : fmi2Error;
 }
 
+/* The state in `bytes`, checked whole by the slave (GuardedSlave.fmi_state_from_bytes: format,
+   FMI state, times, sizes, finite values) before anything is made; into *state when this
+   instance made it, else a new state. */
 EXPORT fmi2Status fmi2DeSerializeFMUstate(fmi2Component c, const fmi2Byte bytes[], size_t size, fmi2FMUstate *state)
 {
     ENTER("fmi2DeSerializeFMUstate", ANY_LIVE)
@@ -1462,16 +1767,32 @@ EXPORT fmi2Status fmi2DeSerializeFMUstate(fmi2Component c, const fmi2Byte bytes[
         logf_(in, fmi2Error, "fmi2DeSerializeFMUstate: NULL bytes or state pointer; refused");
         return fmi2Error;
     }
+    if (size == 0 || size > MAX_STATE_BYTES) {
+        logf_(in, fmi2Error, "fmi2DeSerializeFMUstate: %zu bytes cannot be a state of this FMU (1 byte to %zu); "
+              "refused, nothing was read", size, MAX_STATE_BYTES);
+        return fmi2Error;
+    }
     GIL_ENTER
     PyObject *b = py.BytesFromStringAndSize(bytes, (Py_ssize_t)size);
-    PyObject *data = b ? call(in, "_fmu_state_from_bytes", "(O)", b) : NULL;
+    PyObject *r = b ? call(in, "fmi_state_from_bytes", "(O)", b) : NULL;
+    PyObject *data = r && py.TupleSize(r) == 3 ? py.TupleGetItem(r, 0) : NULL;
+    const char *name = data ? py.AsUTF8(py.TupleGetItem(r, 1)) : NULL;
+    State kind = state_of_name(name);
+    if (py.ErrOccurred()) py.ErrClear();
+    double last = data ? py.FloatAsDouble(py.TupleGetItem(r, 2)) : NAN;
+    if (py.ErrOccurred()) py.ErrClear(), last = NAN;
+    int ok = kind && isfinite(last) && fabs(last) <= SHIM_TIME_LIMIT && in->worst < fmi2Error;
+    if (r && !ok && in->worst < fmi2Error)
+        logf_(in, fmi2Error, "fmi2DeSerializeFMUstate: the state's FMI state '%.40s' and last successful time %g s "
+              "are not a state this FMU can be in; refused", name ? name : "(none)", last);
+    if (ok) {
+        py.IncRef(data);
+        ok = store_saved(in, state, data, kind, last);
+    }
+    if (r) py.DecRef(r);
     if (b) py.DecRef(b);
-    fmi2FMUstate made = data ? wrap_state(data) : NULL;
-    if (data && !made) py.DecRef(data);
     GIL_LEAVE
-    if (!made) return fmi2Error;
-    *state = made;
-    return fmi2OK;
+    return ok ? fmi2OK : fmi2Error;
 }
 
 EXPORT fmi2Status fmi2GetDirectionalDerivative(fmi2Component c, const fmi2ValueReference u[], size_t nu,
@@ -1505,39 +1826,54 @@ EXPORT fmi2Status fmi2GetRealOutputDerivatives(fmi2Component c, const fmi2ValueR
     return fmi2Error;
 }
 
+/* The step's arguments: finite times within +-SHIM_TIME_LIMIT, a non-negative step, from the
+   FMU's own time (its last successful time; the slave checks that too). 0, logged, if not. */
+static int step_ok(Instance *in, double t, double h)
+{
+    char a[40], b[40];
+    if (!isfinite(t) || !isfinite(h) || h < 0 || fabs(t) > SHIM_TIME_LIMIT || fabs(t + h) > SHIM_TIME_LIMIT) {
+        logf_(in, fmi2Error, "fmi2DoStep: the step from t = %g s by %g s is not a finite time within +-%g s and a "
+              "finite non-negative step; refused, the FMU is unchanged", t, h, SHIM_TIME_LIMIT);
+        return 0;
+    }
+    if (fabs(t - in->last_successful) > 1e-9 * fmax(1.0, fabs(in->last_successful))) {
+        logf_(in, fmi2Error, "fmi2DoStep: the step starts at t = %s s but the FMU is at t = %s s; refused, the FMU "
+              "is unchanged", show_time(t, a, sizeof a), show_time(in->last_successful, b, sizeof b));
+        return 0;
+    }
+    return 1;
+}
+
+/* One synchronous step. Taken: step complete. Refused by the slave (an input refused as NaN, a
+   diverging solver, a step beyond its budget): fmi2Discard, the FMU at the start of the step,
+   in "step failed" until fmi2SetFMUstate or fmi2Reset. An exception: fmi2Error, state "error". */
 EXPORT fmi2Status fmi2DoStep(fmi2Component c, fmi2Real currentCommunicationPoint, fmi2Real communicationStepSize,
                              fmi2Boolean noSetFMUStatePriorToCurrentPoint)
 {
     (void)noSetFMUStatePriorToCurrentPoint;
-    ENTER("fmi2DoStep", RUNNING)
-    if (!isfinite(currentCommunicationPoint) || !isfinite(communicationStepSize) || communicationStepSize < 0) {
-        logf_(in, fmi2Error, "fmi2DoStep: the step from t = %g s by %g s is not a finite time and a finite "
-              "non-negative step; refused, the FMU is unchanged", currentCommunicationPoint, communicationStepSize);
-        return fmi2Error;
-    }
+    ENTER("fmi2DoStep", STEP_COMPLETE)
+    if (!step_ok(in, currentCommunicationPoint, communicationStepSize)) return fmi2Error;
     GIL_ENTER
     PyObject *r = call(in, "do_step", "(dd)", currentCommunicationPoint, communicationStepSize);
     int taken = r ? py.IsTrue(r) : -1;
     if (r) py.DecRef(r);
     GIL_LEAVE
     if (taken == 1) {
-        in->state = STEP_COMPLETE;
         in->last_successful = currentCommunicationPoint + communicationStepSize;
         return in->worst >= fmi2Warning ? fmi2Warning : fmi2OK;
     }
-    in->last_successful = currentCommunicationPoint;
-    if (taken == 0) {
-        in->state = STEP_DISCARDED;
-        return fmi2Discard;
-    }
-    in->state = ERROR_STATE;
-    return fmi2Error;
+    in->state = taken == 0 ? STEP_FAILED : ERROR_STATE;
+    return taken == 0 ? fmi2Discard : fmi2Error;
 }
 
+/* Steps are synchronous (canRunAsynchronuously is false): fmi2DoStep never returns fmi2Pending,
+   so there is never a step to cancel. A step too long to wait for is refused up front instead
+   (the slave's step budget, flexmbs_fmu.base.STEP_BUDGET). */
 EXPORT fmi2Status fmi2CancelStep(fmi2Component c)
 {
     Instance *in = c;
-    if (in) logf_(in, fmi2Error, "fmi2CancelStep: this FMU steps synchronously (canRunAsynchronuously is false)");
+    if (in) logf_(in, fmi2Error, "fmi2CancelStep: this FMU steps synchronously (canRunAsynchronuously is false): "
+                  "no step is ever pending, so none can be cancelled");
     return fmi2Error;
 }
 

@@ -20,19 +20,46 @@ from flexmbs.compile import compile_model
 from flexmbs.model import METHODS, Model, ModelError, load_model
 from flexmbs.model.paths import set_value
 from flexmbs.signals import Evaluator, output_width, state_slots
-from flexmbs.simulate import settings_of
+from flexmbs.simulate import settings_of, step_rate
 from flexmbs.solvers.stepper import SolverError, Stepper
 from flexmbs.system import System
 from flexmbs.warmup import prepare
 
 from pythonfmu.enums import Fmi2Status
 
-from .base import GuardedSlave, StepRefused, check_fields, check_step, finite_list
+from .base import GuardedSlave, StepRefused, check_effort, check_fields, check_step, check_time, finite_list
 from .interface import MODEL, SOLVER, START, Interface, plant_interface
 
 # Compiled systems of this process by (model digest, model parameter values): a reset or a
 # second instance with the same parameters does not compile again.
 _SYSTEMS: dict[tuple, System] = {}
+
+
+class Rollback:
+    """What a step changes besides the state x: the integrator's memory (step size, step counts,
+    RK4's stability check, the stage row that a saved state holds as the implicit method's
+    Jacobian state (dopri5's last stage otherwise), and for the implicit method its Jacobian, LU
+    factors, pivots and their validity). `keep()` before a step, `undo()` after a refused one,
+    so that a refused step leaves the plant bit for bit as it was."""
+
+    def __init__(self, stepper: Stepper) -> None:
+        self.stepper = st = stepper
+        self.arrays = [st.K[6:]] + ([st.Jac, st.LU, st.piv, st.memo, st.hf]
+                                    if st.settings.method == "implicit" else [])
+        self.copies = [a.copy() for a in self.arrays]
+        self.scalars: tuple = ()
+
+    def keep(self) -> None:
+        st = self.stepper
+        self.scalars = (st.h, st.nsteps, st.nrejected, st.stability_bound)
+        for a, c in zip(self.arrays, self.copies):
+            np.copyto(c, a)
+
+    def undo(self) -> None:
+        st = self.stepper
+        st.h, st.nsteps, st.nrejected, st.stability_bound = self.scalars
+        for a, c in zip(self.arrays, self.copies):
+            np.copyto(a, c)
 
 
 class Plant:
@@ -78,11 +105,9 @@ class Plant:
             _SYSTEMS[key] = compile_model(model)
         return _SYSTEMS[key]
 
-    def set_parameter(self, name: str, value) -> None:
-        """Check and keep a parameter value; it takes effect at `configure`."""
-        if self.initialized:
-            raise ValueError(f"parameter {name} is fixed once initialisation has ended; "
-                             f"the value {value!r} was ignored")
+    def check_parameter(self, name: str, value) -> None:
+        """Raise ValueError (TypeError for a value that is no number) unless `value` is one that
+        parameter `name` takes."""
         if name == "solver.method":
             if value not in METHODS:
                 raise ValueError(f"solver.method {value!r} unknown; choose one of {', '.join(METHODS)}; "
@@ -96,6 +121,13 @@ class Plant:
                                  f"kept {self.params[name]!r}")
             if name.startswith("solver.") and v <= 0:
                 raise ValueError(f"{name} must be positive, got {value!r}; kept {self.params[name]!r}")
+
+    def set_parameter(self, name: str, value) -> None:
+        """Check and keep a parameter value; it takes effect at `configure`."""
+        if self.initialized:
+            raise ValueError(f"parameter {name} is fixed once initialisation has ended; "
+                             f"the value {value!r} was ignored")
+        self.check_parameter(name, value)
         self.params[name] = value
         self.stale = True
         self.fresh = False      # outputs computed before (in initialisation mode) are out of date
@@ -116,6 +148,7 @@ class Plant:
             if s.kind == START:
                 self.x[s.index] = float(self.params[s.name])
         self.x_start = self.x.copy()    # the state at the start of the current step
+        self.rollback = Rollback(self.stepper)
         self.udot = np.zeros(self.system.nv)
         self.fresh = False
 
@@ -159,7 +192,7 @@ class Plant:
         if not math.isfinite(value):
             self.input_error[name] = f"input {name} was set to {value} at t = {self.t:.9g} s"
             self.flags[1] = len(self.input_error)
-            raise ValueError(f"{self.input_error[name]}; it keeps {self.inputs[k]!r} and the next step "
+            raise ValueError(f"{self.input_error[name]}; it keeps {float(self.inputs[k])!r} and the next step "
                              "will be refused until a finite value is set")
         self.input_error.pop(name, None)
         self.flags[1] = len(self.input_error)
@@ -187,22 +220,35 @@ class Plant:
 
     # ------------------------------------------------------------------ time stepping
 
+    def effort(self, h: float) -> tuple[float, str]:
+        """About how many internal steps a step of h [s] takes, and why: simulate's estimate
+        (step_rate: RK4's steps, dopri5's stability bound on a flexible model), and for the
+        adaptive methods at least h / max_step."""
+        s = self.settings
+        rate = step_rate(self.system, s)
+        steps, why = (h * rate[0], rate[1]) if rate else (0.0, "")
+        if s.method != "rk4" and h / s.max_step > steps:
+            steps, why = h / s.max_step, f"solver.max_step {s.max_step:.3g} s"
+        return steps, why
+
     def step(self, t: float, h: float) -> None:
         """Advance from t to t + h [s] with the inputs held. Raises StepRefused with the reason
-        (the state stays at t) for a NaN input, a diverging solver or a time mismatch."""
+        for a NaN input, a time mismatch, a step beyond the budget (base.STEP_BUDGET) or a
+        diverging solver, leaving the plant bit for bit as it was (state, integrator memory,
+        outputs)."""
         check_step(self, t, h)
         if h == 0.0:
             return
         if self.stale:
             self.configure()
+        check_effort(*self.effort(h), h)
         np.copyto(self.x_start, self.x)
-        h_start = self.stepper.h
+        self.rollback.keep()
         try:
             self.stepper.advance(t, self.x, t + h, self.inputs)
         except SolverError as err:
             np.copyto(self.x, self.x_start)
-            self.stepper.h = h_start
-            self.fresh = False
+            self.rollback.undo()
             raise StepRefused(f"{err}; the state is kept at t = {t:.9g} s") from None
         self.t = t + h
         self.fresh = False
@@ -219,13 +265,16 @@ class Plant:
                     initialized=self.initialized,
                     input_error=dict(self.input_error), failure=self.failure)
 
-    def restore(self, data: dict) -> None:
-        """Apply a state from `save`. Every field is checked (and a new parameter set compiled)
-        before anything changes: a refused state raises ValueError and leaves the plant as it was."""
+    def check_state(self, data: dict) -> None:
+        """Raise ValueError unless `data` is a state from `save` that this plant can take: every
+        field present and of its type, the sizes of this model, finite values, the time within
+        base.TIME_LIMIT, each parameter value one set_parameter takes. Changes nothing (beyond
+        applying parameters set earlier, as any first use does)."""
         self.configure()
         check_fields(data, {"params": dict, "inputs": list, "t": float, "x": list, "h": float, "nsteps": int,
                             "nrejected": int, "implicit": dict, "initialized": bool, "input_error": dict,
                             "failure": (str, type(None))}, "the state")
+        check_time(data["t"], "the state's time")
         self.stepper.check_implicit_memory(data["implicit"])
         if set(data["params"]) != set(self.params):
             raise ValueError("the state belongs to a model with other parameters; nothing was applied")
@@ -233,18 +282,25 @@ class Plant:
         finite_list(data["x"], self.x.size, "the state's coordinates and velocities")
         if data["h"] <= 0 or data["nsteps"] < 0 or data["nrejected"] < 0:
             raise ValueError("the state's step size or step counts are not positive; nothing was applied")
-        if data["params"] != self.params:
-            saved, was = dict(self.params), self.initialized
-            try:   # each value checked as set_parameter checks it, then compiled: a bad set raises here
-                self.initialized = False
-                for name, value in data["params"].items():
-                    self.set_parameter(name, value)
-                self._compile(self._model_values(self.params))
-            except (ValueError, TypeError, ModelError) as err:
-                self.params, self.stale = saved, False
+        for name, value in data["params"].items():
+            try:
+                if name != "solver.method" and (isinstance(value, bool) or not isinstance(value, (int, float))):
+                    raise ValueError(f"parameter {name} = {value!r} is not a number")
+                self.check_parameter(name, value)
+            except (ValueError, TypeError) as err:
                 raise ValueError(f"the state's parameters are refused: {err}; nothing was applied") from None
-            finally:
-                self.initialized = was
+
+    def restore(self, data: dict) -> None:
+        """Apply a state from `save`. Every field is checked (check_state) and a new parameter
+        set compiled before anything changes: a refused state raises ValueError and leaves the
+        plant as it was."""
+        self.check_state(data)
+        if data["params"] != self.params:
+            try:
+                self._compile(self._model_values(data["params"]))
+            except ModelError as err:
+                raise ValueError(f"the state's parameters are refused: {err}; nothing was applied") from None
+            self.params, self.stale = dict(data["params"]), True
             self.configure()
         self.inputs[:] = data["inputs"]
         self.t = float(data["t"])
@@ -275,7 +331,6 @@ class PlantSlave(GuardedSlave):
             raise RuntimeError(f"flexmbs {flexmbs.__version__} in this process gives model {path.name} another "
                                "interface than the one this FMU was built with; rebuild the FMU with it")
         self.STATE_FORMAT = f"flexmbs.plant/{itf.digest()[:16]}"
-        self.start_time = 0.0
         for v in itf.variables:
             if v.causality == "input":
                 self.add_variable(v, self._input_getter(v.slot), self._input_setter(v.slot))
@@ -295,8 +350,7 @@ class PlantSlave(GuardedSlave):
                 kind[vr], slot[vr] = 1, v.slot
             elif v.causality == "output":
                 kind[vr], slot[vr] = (2 if v.slot in cheap else 3), v.slot
-        arrays = (plant.inputs, plant.y, kind, slot, plant.flags)
-        return (*(a.ctypes.data for a in arrays), len(variables), arrays)
+        return plant.inputs, plant.y, kind, slot, plant.flags
 
     def fmi_refresh(self, level: int) -> bool:
         return bool(self._guard("computing the outputs", lambda: self.plant.refresh(level) or True, False))

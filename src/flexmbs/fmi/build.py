@@ -73,8 +73,10 @@ PLANT_NOTES = [
     "the <code>solver.*</code> parameters.",
     "Positions and velocities have no direct feedthrough; accelerations and drive torques depend on the inputs "
     "(see the Outputs dependencies).",
-    "NaN inputs, a diverging solver or invalid parameters: the step is refused (fmi2Discard) with a logged "
-    "message, and the FMU stays at the start of that step. Messages also go to Python logging (stderr).",
+    "NaN inputs, a diverging solver, a step beyond the step budget or invalid parameters: the step is refused "
+    "(fmi2Discard) with a logged message, and the FMU stays at the start of that step, in the state 'step failed' "
+    "of the FMI standard: no further step or set until fmi2SetFMUstate (a state saved before) or fmi2Reset. "
+    "Messages also go to Python logging (stderr).",
     "The full state can be saved, restored and serialised (fmi2GetFMUstate, fmi2SerializeFMUstate); "
     "fmi2Reset returns to the freshly instantiated state.",
 ]
@@ -182,7 +184,8 @@ def _chooser_source() -> str:
     return "\n\n".join(inspect.getsource(f) for f in (
         source_digest, private_folder, writable_cache, bundle.tree_digest, bundle._digest, bundle._digest_or_none,
         bundle._version_key, bundle._fits, bundle.missing_requirements, bundle.check_requirements,
-        bundle.VerifiedSources, bundle.choose_sources, bundle._file_digest, bundle._place_kernels,
+        bundle.VerifiedSources, bundle._loaded_digest, bundle._same_as_loaded, bundle.choose_sources,
+        bundle._file_digest, bundle._place_kernels,
         bundle.ready_kernels))
 
 

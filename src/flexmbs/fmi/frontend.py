@@ -18,10 +18,11 @@ import sys
 import sysconfig
 import tempfile
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Sequence
 
 import flexmbs_fmu
 from flexmbs_fmu import bundle
+from flexmbs_fmu.base import TIME_LIMIT
 from flexmbs_fmu.variables import Variable
 
 SOURCE = Path(flexmbs_fmu.__file__).parent / "flexmbs_fmi2.c"   # runs inside the FMU: in fmu_src
@@ -94,11 +95,15 @@ def record(exclude: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
-def compile_front_end(dest: Path, guid: str, variables: list[Variable], module: str, cls: str) -> Optional[str]:
+def compile_front_end(dest: Path, guid: str, variables: list[Variable], module: str, cls: str,
+                      flags: Sequence[str] = ("-O2",)) -> Optional[str]:
     """Compile the front end for one FMU into `dest`: the slave is class `cls` of module
-    `module` (in the FMU's resources), `variables` in value-reference order. Returns None on
-    success, else the reason it could not be built (no compiler, no Python headers or shared
-    libpython, a compiler error); the caller then keeps pythonfmu's binary."""
+    `module` (in the FMU's resources), `variables` in value-reference order; `flags` are the
+    optimisation and instrumentation flags (benchmarks/sanitize_front_end.py builds it with
+    AddressSanitizer). The front end refuses times beyond flexmbs_fmu.base.TIME_LIMIT, as the
+    slave does. Returns None on success, else the reason it could not be built (no compiler,
+    no Python headers or shared libpython, a compiler error); the caller then keeps
+    pythonfmu's binary."""
     if not sys.platform.startswith("linux"):
         return f"the C front end is built on Linux only (this is {sys.platform})"
     cc = compiler()
@@ -114,8 +119,8 @@ def compile_front_end(dest: Path, guid: str, variables: list[Variable], module: 
         config = Path(tmp) / "flexmbs_shim_config.h"
         config.write_text(f"#define SHIM_GUID {json.dumps(guid)}\n#define SHIM_VAR_TYPES {json.dumps(types)}\n"
                           f"#define SHIM_MODULE {json.dumps(module)}\n#define SHIM_CLASS {json.dumps(cls)}\n"
-                          f"#define SHIM_RECORD {json.dumps(RECORD)}\n")
-        cmd = [cc, "-shared", "-fPIC", "-O2", "-std=c11", "-Wall", "-fvisibility=hidden", f"-I{tmp}", f"-I{include}",
+                          f"#define SHIM_RECORD {json.dumps(RECORD)}\n#define SHIM_TIME_LIMIT {TIME_LIMIT!r}\n")
+        cmd = [cc, "-shared", "-fPIC", *flags, "-std=c11", "-Wall", "-fvisibility=hidden", f"-I{tmp}", f"-I{include}",
                "-o", str(dest), str(SOURCE), "-ldl", "-lpthread", "-lm"]
         run = subprocess.run(cmd, capture_output=True, text=True)
     if run.returncode != 0:

@@ -1,0 +1,326 @@
+"""A random FMI call fuzzer with an oracle: seeded random sequences of fmi2* calls (legal and
+illegal, with good and bad arguments, state handles real and forged) on the raw C API of an
+FMU's binary, each status compared with the one the FMI 2.0 co-simulation state machine
+(the Reference-FMUs' masks, stepFailed after a discard) and the FMU's documented refusals give.
+
+Used by tests/test_fmu_fuzz.py (a bounded budget) and by benchmarks/sanitize_front_end.py (the
+same sequences on a front end built with AddressSanitizer). Run alone:
+    python tests/fmi_fuzz.py FMU_FILE SEQUENCES SEED
+prints "sequences N calls M status0 ... status3 ..." (calls by status) and exits 0 when every
+status was the expected one.
+"""
+
+from __future__ import annotations
+
+import collections
+import copy
+import ctypes as C
+import math
+import random
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fmpy import extract, read_model_description
+from fmpy.fmi2 import fmi2CallbackFunctions, fmi2CallbackLoggerTYPE
+
+OK, WARNING, DISCARD, ERROR = 0, 1, 2, 3
+LAST_SUCCESSFUL_TIME = 2
+TIME_LIMIT = 1e8          # flexmbs_fmu.base.TIME_LIMIT (this module runs without flexmbs too)
+SET = {"instantiated", "init", "complete"}
+GET = {"init", "complete", "failed", "terminated"}
+STATUS = {"complete", "failed", "terminated"}
+
+# What each FMU under test offers the fuzzer: a Real input, a parameter that is fixed after
+# initialisation with good and bad values, outputs, and the steps its budget refuses.
+PROFILES = {
+    "double_pendulum": dict(input="shoulder.tau", parameter="gravity[3]", good=(-9.81, -3.0), bad=(math.nan,),
+                            outputs=("elbow.q", "shoulder.qd", "energy.total"), budget=lambda h: h > 1e4),
+    "dc_motor": dict(input="voltage", parameter="R", good=(2.0, 0.5), bad=(0.0, math.nan),
+                     outputs=("current", "tau_load"), budget=lambda h: False),
+}
+
+
+class FuzzFailure(AssertionError):
+    pass
+
+
+@dataclass
+class Model:
+    """What the FMU must be: its FMI state, time [s], start time [s], an input refused as NaN."""
+
+    state: str = "instantiated"
+    t: float = 0.0
+    start: float = 0.0
+    pending: bool = False
+
+
+@dataclass
+class Pool:
+    """Live state handles with the model each was saved from."""
+
+    handles: list = field(default_factory=list)
+    models: list = field(default_factory=list)
+
+
+def _bind(lib: C.CDLL) -> None:
+    vp, d, i, sz = C.c_void_p, C.c_double, C.c_int, C.c_size_t
+    sig = {
+        "fmi2Instantiate": (vp, [C.c_char_p, i, C.c_char_p, C.c_char_p, C.POINTER(fmi2CallbackFunctions), i, i]),
+        "fmi2FreeInstance": (None, [vp]),
+        "fmi2SetupExperiment": (i, [vp, i, d, d, i, d]),
+        "fmi2EnterInitializationMode": (i, [vp]), "fmi2ExitInitializationMode": (i, [vp]),
+        "fmi2Terminate": (i, [vp]), "fmi2Reset": (i, [vp]), "fmi2CancelStep": (i, [vp]),
+        "fmi2SetReal": (i, [vp, C.POINTER(C.c_uint), sz, C.POINTER(d)]),
+        "fmi2GetReal": (i, [vp, C.POINTER(C.c_uint), sz, C.POINTER(d)]),
+        "fmi2DoStep": (i, [vp, d, d, i]),
+        "fmi2GetFMUstate": (i, [vp, C.POINTER(vp)]), "fmi2SetFMUstate": (i, [vp, vp]),
+        "fmi2FreeFMUstate": (i, [vp, C.POINTER(vp)]),
+        "fmi2SerializedFMUstateSize": (i, [vp, vp, C.POINTER(sz)]),
+        "fmi2SerializeFMUstate": (i, [vp, vp, C.c_char_p, sz]),
+        "fmi2DeSerializeFMUstate": (i, [vp, C.c_char_p, sz, C.POINTER(vp)]),
+        "fmi2GetRealStatus": (i, [vp, i, C.POINTER(d)]),
+        "fmi2SetDebugLogging": (i, [vp, i, sz, C.POINTER(C.c_char_p)]),
+    }
+    for name, (res, args) in sig.items():
+        f = getattr(lib, name)
+        f.restype, f.argtypes = res, args
+
+
+class Fuzzer:
+    """Random sequences on one FMU; `sequence(rng)` runs one (instantiate ... free)."""
+
+    def __init__(self, fmu: str, workdir: Path) -> None:
+        md = read_model_description(fmu)
+        self.dir = Path(extract(fmu, unzipdir=str(workdir / Path(fmu).stem)))
+        self.lib = C.CDLL(str(self.dir / "binaries" / "linux64" / f"{md.coSimulation.modelIdentifier}.so"))
+        _bind(self.lib)
+        self.guid = md.guid.encode()
+        self.uri = (self.dir / "resources").as_uri().encode()
+        vr = {v.name: v.valueReference for v in md.modelVariables}
+        p = PROFILES[md.modelName if md.modelName in PROFILES else Path(fmu).stem]
+        self.p = p
+        self.vr_in, self.vr_par = vr[p["input"]], vr[p["parameter"]]
+        self.vr_out = [vr[n] for n in p["outputs"]]
+        self.messages: list[tuple[int, str]] = []
+        self.logger = fmi2CallbackLoggerTYPE(lambda env, name, status, cat, msg: self.messages.append(
+            (status, msg.decode(errors="replace"))))
+        self.callbacks = fmi2CallbackFunctions()
+        self.callbacks.logger = self.logger
+        self.forged = C.create_string_buffer(64)     # never a state: a handle the FMU did not make
+        self.calls = 0
+        self.statuses: collections.Counter = collections.Counter()   # status -> calls that returned it
+        self.trace: list[str] = []
+
+    # ------------------------------------------------------------------ checking
+
+    def expect(self, what: str, got: int, want: int) -> None:
+        self.calls += 1
+        self.statuses[got] += 1
+        self.trace.append(f"{what} -> {got}")
+        logged = [m for m in self.messages if m[0] >= DISCARD]
+        self.messages.clear()
+        if got != want:
+            raise FuzzFailure(f"{what} returned {got}, expected {want}; calls so far:\n  " + "\n  ".join(self.trace[-25:]))
+        if got >= DISCARD and not logged:
+            raise FuzzFailure(f"{what} returned {got} without a logged message")
+
+    # ------------------------------------------------------------------ calls
+
+    def setup(self, c, m: Model, rng: random.Random) -> None:
+        t0 = rng.choice([0.0, 0.25, math.nan, math.inf, 2 * TIME_LIMIT])
+        ok = m.state == "instantiated" and math.isfinite(t0) and abs(t0) <= TIME_LIMIT
+        self.expect(f"setup({t0})", self.lib.fmi2SetupExperiment(c, 0, 0.0, t0, 0, 0.0), OK if ok else ERROR)
+        if ok:
+            m.start = m.t = t0
+
+    def enter(self, c, m: Model, rng: random.Random) -> None:
+        ok = m.state == "instantiated"
+        self.expect("enter", self.lib.fmi2EnterInitializationMode(c), OK if ok else ERROR)
+        if ok:
+            m.state = "init"
+
+    def exit(self, c, m: Model, rng: random.Random) -> None:
+        ok = m.state == "init"
+        self.expect("exit", self.lib.fmi2ExitInitializationMode(c), OK if ok else ERROR)
+        if ok:
+            m.state, m.t = "complete", m.start
+
+    def set_input(self, c, m: Model, rng: random.Random) -> None:
+        u = rng.choice([0.1, -0.3, 0.0, math.nan, math.inf])
+        want = ERROR if m.state not in SET else OK if math.isfinite(u) else WARNING
+        got = self.lib.fmi2SetReal(c, (C.c_uint * 1)(self.vr_in), 1, (C.c_double * 1)(u))
+        self.expect(f"setReal(input, {u})", got, want)
+        if want != ERROR:
+            m.pending = not math.isfinite(u)
+
+    def set_parameter(self, c, m: Model, rng: random.Random) -> None:
+        v = rng.choice(self.p["good"] + self.p["bad"])
+        good = v in self.p["good"] and m.state in ("instantiated", "init")
+        want = ERROR if m.state not in SET else OK if good else WARNING
+        got = self.lib.fmi2SetReal(c, (C.c_uint * 1)(self.vr_par), 1, (C.c_double * 1)(v))
+        self.expect(f"setReal(parameter, {v})", got, want)
+
+    def get(self, c, m: Model, rng: random.Random) -> None:
+        refs = rng.sample(self.vr_out + [self.vr_in], rng.randint(1, len(self.vr_out) + 1))
+        values = (C.c_double * len(refs))()
+        got = self.lib.fmi2GetReal(c, (C.c_uint * len(refs))(*refs), len(refs), values)
+        self.expect(f"getReal({refs})", got, OK if m.state in GET else ERROR)
+        if got == OK and not all(math.isfinite(v) for v in values):
+            raise FuzzFailure(f"getReal({refs}) gave {list(values)}")
+
+    def step(self, c, m: Model, rng: random.Random) -> None:
+        t = rng.choice([m.t, m.t, m.t, m.t + 1.0, math.nan])
+        h = rng.choice([1e-3, 1e-3, 5e-3, 0.0, -1e-3, math.nan, 1e6, 2 * TIME_LIMIT])
+        if m.state != "complete" or not (math.isfinite(t) and math.isfinite(h) and h >= 0) \
+                or abs(t + h) > TIME_LIMIT or abs(t - m.t) > 1e-9 * max(1.0, abs(m.t)):
+            want = ERROR
+        elif m.pending or (h > 0 and self.p["budget"](h)):
+            want = DISCARD
+        else:
+            want = OK
+        self.expect(f"doStep({t}, {h})", self.lib.fmi2DoStep(c, t, h, 1), want)
+        if want == OK:
+            m.t = t + h
+        elif want == DISCARD:
+            m.state = "failed"
+        if want != ERROR:
+            status = C.c_double(math.nan)
+            self.expect("getRealStatus", self.lib.fmi2GetRealStatus(c, LAST_SUCCESSFUL_TIME, C.byref(status)), OK)
+            if status.value != m.t:
+                raise FuzzFailure(f"last successful time {status.value} s, expected {m.t} s")
+
+    def terminate(self, c, m: Model, rng: random.Random) -> None:
+        ok = m.state in ("complete", "failed")
+        self.expect("terminate", self.lib.fmi2Terminate(c), OK if ok else ERROR)
+        if ok:
+            m.state = "terminated"
+
+    def reset(self, c, m: Model, rng: random.Random) -> None:
+        self.expect("reset", self.lib.fmi2Reset(c), OK)
+        m.state, m.t, m.start, m.pending = "instantiated", 0.0, 0.0, False
+
+    def cancel(self, c, m: Model, rng: random.Random) -> None:
+        self.expect("cancelStep", self.lib.fmi2CancelStep(c), ERROR)
+
+    def logging(self, c, m: Model, rng: random.Random) -> None:
+        cats = (C.c_char_p * 1)(b"logAll")
+        self.expect("setDebugLogging", self.lib.fmi2SetDebugLogging(c, rng.randint(0, 1), rng.randint(0, 1), cats), OK)
+
+    def get_state(self, c, m: Model, rng: random.Random, pool: Pool) -> None:
+        k = rng.randrange(len(pool.handles)) if pool.handles and (len(pool.handles) > 3 or rng.random() < 0.3) else -1
+        handle = C.c_void_p(pool.handles[k] if k >= 0 else None)
+        self.expect(f"getFMUstate(reuse {k >= 0})", self.lib.fmi2GetFMUstate(c, C.byref(handle)), OK)
+        if k >= 0:
+            if handle.value != pool.handles[k]:
+                raise FuzzFailure("fmi2GetFMUstate did not reuse the state it was given")
+            pool.models[k] = copy.copy(m)
+        else:
+            pool.handles.append(handle.value)
+            pool.models.append(copy.copy(m))
+
+    def set_state(self, c, m: Model, rng: random.Random, pool: Pool) -> None:
+        if pool.handles and rng.random() < 0.8:
+            k = rng.randrange(len(pool.handles))
+            self.expect("setFMUstate", self.lib.fmi2SetFMUstate(c, pool.handles[k]), OK)
+            vars(m).update(vars(copy.copy(pool.models[k])))
+        else:
+            self.expect("setFMUstate(forged)", self.lib.fmi2SetFMUstate(c, C.addressof(self.forged)), ERROR)
+
+    def free_state(self, c, m: Model, rng: random.Random, pool: Pool) -> None:
+        if pool.handles and rng.random() < 0.8:
+            k = rng.randrange(len(pool.handles))
+            handle = C.c_void_p(pool.handles.pop(k))
+            pool.models.pop(k)
+            self.expect("freeFMUstate", self.lib.fmi2FreeFMUstate(c, C.byref(handle)), OK)
+            if handle.value is not None:
+                raise FuzzFailure("fmi2FreeFMUstate left the handle set")
+        else:
+            handle = C.c_void_p(C.addressof(self.forged))
+            self.expect("freeFMUstate(forged)", self.lib.fmi2FreeFMUstate(c, C.byref(handle)), ERROR)
+
+    def roundtrip(self, c, m: Model, rng: random.Random, pool: Pool) -> None:
+        """Serialise a state and read it back: into a new handle, into a handle of the pool
+        (reused), or damaged (refused, the given handle untouched)."""
+        if not pool.handles:
+            return
+        k = rng.randrange(len(pool.handles))
+        size = C.c_size_t(0)
+        self.expect("serializedFMUstateSize", self.lib.fmi2SerializedFMUstateSize(c, pool.handles[k], C.byref(size)), OK)
+        buf = C.create_string_buffer(size.value)
+        self.expect("serializeFMUstate", self.lib.fmi2SerializeFMUstate(c, pool.handles[k], buf, size.value), OK)
+        blob, n = buf.raw, size.value
+        how = rng.choice(["new", "reuse", "truncated", "garbage", "huge", "empty"])
+        j = rng.randrange(len(pool.handles))
+        target = C.c_void_p(None if how == "new" else pool.handles[j])
+        if how == "truncated":
+            n = rng.randrange(1, n)
+        elif how == "garbage":
+            blob = bytes(rng.randrange(256) for _ in range(n))
+        elif how == "huge":
+            n = rng.choice([2 ** 64 - 1, 2 ** 62, 2 ** 31])
+        elif how == "empty":
+            n = 0
+        good = how in ("new", "reuse")
+        got = self.lib.fmi2DeSerializeFMUstate(c, blob, n, C.byref(target))
+        self.expect(f"deSerializeFMUstate({how})", got, OK if good else ERROR)
+        if how == "new":
+            pool.handles.append(target.value)
+            pool.models.append(copy.copy(pool.models[k]))
+        elif how == "reuse":
+            if target.value != pool.handles[j]:
+                raise FuzzFailure("fmi2DeSerializeFMUstate did not reuse the state it was given")
+            pool.models[j] = copy.copy(pool.models[k])
+        elif target.value != pool.handles[j]:
+            raise FuzzFailure("a refused fmi2DeSerializeFMUstate changed the handle it was given")
+
+    # ------------------------------------------------------------------ sequences
+
+    def sequence(self, rng: random.Random) -> None:
+        self.trace.clear()
+        c = self.lib.fmi2Instantiate(b"fuzz", 1, self.guid, self.uri, C.byref(self.callbacks), 0, 0)
+        if not c:
+            raise FuzzFailure(f"fmi2Instantiate failed: {self.messages}")
+        self.messages.clear()
+        m, pool = Model(), Pool()
+        plain = [self.setup, self.enter, self.exit, self.set_input, self.set_parameter, self.get, self.step,
+                 self.step, self.step, self.terminate, self.reset, self.cancel, self.logging]
+        stateful = [self.get_state, self.set_state, self.free_state, self.roundtrip]
+        for _ in range(rng.randint(5, 40)):
+            # a legal path to stepping is likely: initialise first most of the time
+            if m.state == "instantiated" and rng.random() < 0.5:
+                for call in (self.setup, self.enter, self.exit):
+                    call(c, m, rng)
+                continue
+            call = rng.choice(plain + stateful)
+            if call in stateful:
+                call(c, m, rng, pool)
+            else:
+                call(c, m, rng)
+        while pool.handles and rng.random() < 0.5:   # the rest are freed with the instance
+            self.free_state(c, m, rng, pool)
+        self.lib.fmi2FreeInstance(c)
+        self.calls += 1
+
+
+def fuzz(fmu: str, sequences: int, seed: int) -> tuple[int, int, dict[int, int]]:
+    """Run `sequences` random sequences on the FMU file; returns (sequences, calls, the number
+    of calls by status). Raises FuzzFailure (naming the seed) at the first unexpected status."""
+    work = Path(tempfile.mkdtemp(prefix="fmi_fuzz_"))
+    try:
+        f = Fuzzer(fmu, work)
+        for k in range(sequences):
+            try:
+                f.sequence(random.Random(seed * 100003 + k))
+            except FuzzFailure as err:
+                raise FuzzFailure(f"{Path(fmu).name}, seed {seed}, sequence {k}: {err}") from None
+        return sequences, f.calls, dict(f.statuses)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    n, calls, statuses = fuzz(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]))
+    print(f"sequences {n} calls {calls} " + " ".join(f"status{k} {v}" for k, v in sorted(statuses.items())))
