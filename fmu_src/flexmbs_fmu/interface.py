@@ -15,6 +15,7 @@ import numpy as np
 from flexmbs.model import METHODS, Model
 from flexmbs.model.elements import RTOL_RANGE
 from flexmbs.model.paths import get_value, unit_of
+from flexmbs.model.tables import JOINTS
 from flexmbs.signals import ACCELERATION, KINEMATIC, joint_units, signal_table
 from flexmbs.system import System
 
@@ -55,7 +56,7 @@ def _start_parameters(system: System) -> list[tuple[str, int, str, str, float]]:
     x0 = np.concatenate([system.q0, system.u0])
     for jn in system.joints:
         jtype = system.model.joint(jn).type
-        if jtype in ("spherical", "free") or system.drives.get(jn) in ("motion", "servo"):
+        if JOINTS[jtype].quaternion is not None or system.drives.get(jn) in ("motion", "servo"):
             continue
         q0, _ = system.joint_q[jn]
         u0, n = system.joint_u[jn]
