@@ -53,12 +53,18 @@ def test_every_installed_module_imports() -> None:
     assert sources <= set(modules), f"not installed: {sorted(sources - set(modules))}"
 
 
+def _build_product(relative: Path) -> bool:
+    """True for a file Python or the build wrote into a source tree (bytecode, egg-info)."""
+    return any(part == "__pycache__" or part.endswith(".egg-info") for part in relative.parts)
+
+
 def test_every_file_of_the_source_trees_is_installed() -> None:
-    """The model files and the C front end are data: installed beside the modules."""
+    """The model files and the C front end are data: installed beside the modules. What the
+    build itself leaves in the checkout (setuptools' egg-info beside the sources) is not."""
     installed = {str(f) for f in distribution("flexmbs").files or []}
     wanted = {prefix + p.relative_to(tree).as_posix()
               for tree, prefix in SOURCE_TREES.items() if tree.is_dir()
-              for p in tree.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
+              for p in tree.rglob("*") if p.is_file() and not _build_product(p.relative_to(tree))}
     assert wanted and wanted <= installed, f"not installed: {sorted(wanted - installed)}"
 
 

@@ -366,8 +366,10 @@ def test_ctrl_c_leaves_one_line_and_the_finished_rows(study, tmp_path) -> None:
     import time
 
     spec = tmp_path / "spec.yaml"
-    spec.write_text(SPEC.format(fmus=study.fmu_dir).replace("values: [10.0, 13.0]",
-                                                            "values: [10.0, 11.0, 12.0, 13.0, 14.0, 15.0]"))
+    # 48 runs: seconds of work left after the first row, so the study cannot finish between the
+    # first row and the signal even when the machine is loaded
+    gains = ", ".join(str(10.0 + 0.25 * i) for i in range(24))
+    spec.write_text(SPEC.format(fmus=study.fmu_dir).replace("values: [10.0, 13.0]", f"values: [{gains}]"))
     rows = tmp_path / "out" / "rows.csv"
     exe = [sys.executable, "-m", "flexmbs", "sweep", str(spec), "--workers", "2", "--no-progress"]
     proc = subprocess.Popen(exe, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
