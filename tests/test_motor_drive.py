@@ -76,7 +76,7 @@ def test_a_stiff_armature_is_integrated_by_the_implicit_method_in_few_steps(tmp_
     w, i = step_response(res.time, 12.0, 1e-7)
     np.testing.assert_allclose(res["axle.qd"], w, atol=1e-6 * 24.0)
     np.testing.assert_allclose(res["axle.current"][1:], i[1:], atol=1e-6 * 6.0)
-    assert res.stats["steps"] < 2000          # an explicit method needs ~ 0.5 s / (L/R) = 1e7
+    assert res.stats["steps"] < 2000   # dopri5 would need 0.5 s / (3.3 L/R) = 3e6 steps to stay stable
     assert res.stats["jacobians"] >= 1
 
 
