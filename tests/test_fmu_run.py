@@ -22,7 +22,8 @@ def _assert_same(fmu_rows: np.ndarray, names, ref: flexmbs.Result, rtol: float =
 
 
 CASES = [("double_pendulum", 1.0, {"shoulder.tau": 0.7, "elbow.tau": -0.3}),
-         ("huang_two_link", 0.4, {"shoulder.tau": 0.4, "elbow.tau": -0.2})]
+         ("huang_two_link", 0.4, {"shoulder.tau": 0.4, "elbow.tau": -0.2}),
+         ("three_link_arm_motors", 0.2, {"shoulder.voltage": -4.0, "elbow.voltage": -2.5, "wrist.voltage": -0.5})]
 
 
 @pytest.mark.parametrize("name, t_end, torques", CASES, ids=[c[0] for c in CASES])

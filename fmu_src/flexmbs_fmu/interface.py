@@ -29,7 +29,7 @@ MODEL, START, SOLVER = "model", "start", "solver"
 @dataclass(frozen=True)
 class ParameterSpec:
     """What a parameter sets: `kind` MODEL (`path` into the Model), START (coordinate `index`
-    of x = [q; u]) or SOLVER (`path` is the Settings field)."""
+    of x = [q; u; i]) or SOLVER (`path` is the Settings field)."""
 
     name: str
     kind: str
@@ -51,9 +51,10 @@ class Interface:
 
 def _start_parameters(system: System) -> list[tuple[str, int, str, str, float]]:
     """(name, index in x, unit, meaning, start) of the initial joint coordinates and rates that
-    can be set: joints with 1 to 3 scalar coordinates that are not prescribed by a drive."""
+    can be set (joints with 1 to 3 scalar coordinates that are not prescribed by a drive) and of
+    the motors' armature currents."""
     out = []
-    x0 = np.concatenate([system.q0, system.u0])
+    x0 = system.x0
     for jn in system.joints:
         jtype = system.model.joint(jn).type
         if JOINTS[jtype].quaternion is not None or system.drives.get(jn) in ("motion", "servo"):
@@ -66,6 +67,10 @@ def _start_parameters(system: System) -> list[tuple[str, int, str, str, float]]:
             for rate, index in ((False, q0 + i), (True, system.nq + u0 + i)):
                 out.append((f"{jn}.{'qd0' if rate else 'q0'}{sfx}", index, unit + "/s" * rate,
                             f"joint {jn}: initial {'rate' if rate else 'position'}{coord}", float(x0[index])))
+    for k, jn in enumerate(system.motor_joints):
+        index = system.nq + system.nv + k
+        out.append((f"{jn}.i0", index, "A", f"joint {jn}: armature current of its motor at the start",
+                    float(x0[index])))
     return out
 
 
@@ -118,7 +123,7 @@ def _input_unit(system: System, name: str) -> str:
     if leaf.startswith(("force", "torque")):
         return "N" if leaf.startswith("force") else "N.m"
     position, torque = joint_units(system.model.joint(base).type, 0)
-    return {"tau": torque, "q_ref": position, "qd_ref": f"{position}/s", "qdd_ref": f"{position}/s2"}[leaf]
+    return {"tau": torque, "voltage": "V", "q_ref": position, "qd_ref": f"{position}/s", "qdd_ref": f"{position}/s2"}[leaf]
 
 
 def _input_meaning(name: str) -> str:
@@ -127,6 +132,7 @@ def _input_meaning(name: str) -> str:
         return f"load {base}: added force, component {leaf[6:-1]} in the load's frame"
     if leaf.startswith("torque"):
         return f"load {base}: added torque, component {leaf[7:-1]} in the load's frame"
-    return {"tau": f"joint {base}: drive torque (force)", "q_ref": f"joint {base}: prescribed position",
+    return {"tau": f"joint {base}: drive torque (force)", "voltage": f"joint {base}: armature voltage of its motor",
+            "q_ref": f"joint {base}: prescribed position",
             "qd_ref": f"joint {base}: prescribed velocity",
             "qdd_ref": f"joint {base}: prescribed acceleration"}[leaf]

@@ -1,16 +1,13 @@
-"""A separately excited (permanent-magnet) DC motor with a rigid gearbox.
-
-Armature: L di/dt = V - R i - k_t w_m, with w_m = ratio * w_load (the gear is rigid).
-Shaft: tau_m = k_t i - b_motor w_m on the motor side; the gear multiplies it by the ratio and
-loses the fraction (1 - efficiency) of the power it passes on, whichever side drives:
-tau_load = ratio * efficiency * tau_m while the motor drives (tau_m w_m >= 0), and
-ratio * tau_m / efficiency while the load drives it back.
+"""A separately excited (permanent-magnet) DC motor with a rigid gearbox: the block form of the
+motor law of motor_law.py (armature circuit, back-EMF, gear losses; see there).
 
 The rotor turns rigidly with the load, so its inertia acts on the load side as
 J_reflected = ratio^2 J_rotor. A causal block (speed in, torque out) cannot apply an inertia
 without the load's acceleration, which would be an algebraic loop through the mechanism, so the
 inertia belongs to the mechanism: add J_reflected (a calculated parameter of this FMU) to the
-driven joint's rotor_inertia in the plant, as the servo system's SSP does.
+driven joint's rotor_inertia in the plant, as the servo system's SSP does. (A joint driven by a
+`motor` drive of the plant carries the same motor inside the mechanism instead, inertia
+included.)
 
 With V and w_load held over a step the armature equation is linear with constant coefficients,
 and the current is integrated exactly: any communication step gives the exact held-input
@@ -19,21 +16,8 @@ response.
 
 from __future__ import annotations
 
-import math
-
 from .component import Component, real
-
-def current_after(i: float, h: float, voltage: float, w_motor: float, R: float, L: float, k_t: float) -> float:
-    """Armature current [A] after h [s] from i [A] with voltage [V] and motor speed [rad/s] held."""
-    i_ss = (voltage - k_t * w_motor) / R
-    return i_ss + (i - i_ss) * math.exp(-R / L * h)
-
-
-def load_torque(i: float, w_load: float, k_t: float, b_motor: float, ratio: float, efficiency: float) -> float:
-    """Torque on the load [N m] from current i [A] at load speed w_load [rad/s]."""
-    w_m = ratio * w_load
-    tau_m = k_t * i - b_motor * w_m
-    return ratio * tau_m * (efficiency if tau_m * w_m >= 0.0 else 1.0 / efficiency)
+from .motor_law import PARAMETERS, current_after, load_torque, reflected_inertia
 
 
 class DCMotor(Component):
@@ -43,14 +27,8 @@ class DCMotor(Component):
     VARIABLES = (
         real("voltage", "input", "V", "armature voltage", 0.0),
         real("w_load", "input", "rad/s", "speed of the driven load (gearbox output shaft)", 0.0),
-        real("R", "parameter", "ohm", "armature resistance", 2.0, 1e-9),
-        real("L", "parameter", "H", "armature inductance", 1e-3, 1e-12),
-        real("k_t", "parameter", "N.m/A", "torque constant = back-EMF constant [V s/rad]", 0.05, 1e-12),
-        real("J_rotor", "parameter", "kg.m2", "rotor inertia (motor side); see J_reflected", 1e-5, 0.0),
-        real("b_motor", "parameter", "N.m.s/rad", "viscous friction on the motor shaft", 1e-5, 0.0),
-        real("ratio", "parameter", "1", "gear ratio: motor speed / load speed", 50.0, 1e-9),
-        real("efficiency", "parameter", "1", "gearbox efficiency (fraction of power passed on)", 0.9, 1e-3, 1.0),
-        real("i0", "parameter", "A", "armature current at the start", 0.0),
+        *(real(name, "parameter", unit, what + ("; see J_reflected" if name == "J_rotor" else ""), default, low, high)
+          for name, unit, what, default, low, high in PARAMETERS),
         real("J_reflected", "calculatedParameter", "kg.m2",
              "ratio^2 J_rotor: the rotor inertia seen at the load; add it to the driven joint's inertia"),
         real("tau_load", "output", "N.m", "torque the gearbox applies to the load", depends=("w_load",)),
@@ -78,4 +56,4 @@ class DCMotor(Component):
             return w_m
         if name == "back_emf":
             return p["k_t"] * w_m
-        return p["ratio"] ** 2 * p["J_rotor"]
+        return reflected_inertia(p["J_rotor"], p["ratio"])

@@ -143,7 +143,7 @@ class Plant:
         self.settings = settings_of(self.system.model, **solver)
         self.stepper = Stepper(self.system, self.settings)
         self.evaluator = Evaluator(self.system, self.stepper.W)
-        self.x = np.concatenate([self.system.q0, self.system.u0])
+        self.x = self.system.x0
         for s in self.specs:
             if s.kind == START:
                 self.x[s.index] = float(self.params[s.name])

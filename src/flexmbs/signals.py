@@ -5,7 +5,8 @@ so both always name the same quantity the same way.
 y = [q (nq) | u (nv) | udot (nv) | drive torques (nv) | kinetic, potential, strain, total energy
      | per sensor: r (3), v (3), R row-major (9), w (3) | per flexible body: tip deflection (3)
      | per cut joint: gap, tilt, force (3), torque (3)
-     | per strain gauge: strain | per section-force sensor: N, V (2), T, M (2)]
+     | per strain gauge: strain | per section-force sensor: N, V (2), T, M (2)
+     | per motor drive: armature current (the states after q and u)]
 """
 
 from __future__ import annotations
@@ -122,6 +123,8 @@ def signal_table(system: System) -> list[Signal]:
         for suffix, unit, what in gauge_signals(sensor):
             put(f"{sensor.name}.{suffix}", unit, f"{where}: {what}", i)
             i += 1
+    for k, jn in enumerate(system.motor_joints):
+        put(f"{jn}.current", "A", f"joint {jn}: armature current of its motor", current_start(system) + k, STATE)
     return out
 
 
@@ -142,16 +145,21 @@ def gauge_start(system: System) -> int:
     return tip_start(system) + 3 * len(system.body_eta) + 8 * len(system.model.loops.cuts)
 
 
+def current_start(system: System) -> int:
+    """Index in y of the first motor current."""
+    return gauge_start(system) + sum(len(gauge_signals(s)) for s in system.model.sensors if s.type != "marker")
+
+
 def state_slots(system: System) -> np.ndarray:
     """The slots of y that follow from the state without the dynamics (Evaluator.evaluate_state):
-    positions, velocities, tip deflections, strain gauges and section forces."""
+    positions, velocities, tip deflections, strain gauges and section forces, motor currents."""
     i, g = tip_start(system), gauge_start(system)
     return np.r_[0:system.nq + system.nv, i:i + 3 * len(system.body_eta), g:output_width(system)]
 
 
 def output_width(system: System) -> int:
     """Length of y."""
-    return gauge_start(system) + sum(len(gauge_signals(s)) for s in system.model.sensors if s.type != "marker")
+    return current_start(system) + system.ni
 
 
 class Evaluator:
@@ -178,10 +186,12 @@ class Evaluator:
     def evaluate_state(self, t: float, x: np.ndarray, u: np.ndarray, y: np.ndarray, udot: np.ndarray) -> None:
         """Only the outputs that follow from the state without the dynamics (state_slots) of
         y at time t [s], state x, inputs u, as `evaluate` gives them; udot (nv) is scratch."""
-        state_outputs(self.system.ref, t, x, u, y, udot)
-        Xo, Y = y[None, :self.system.arrays.nq + self.system.arrays.nv], y[None, :]
+        nu = self.system.nq + self.system.nv
+        state_outputs(self.system.ref, t, x[:nu], u, y, udot)
+        Xo, Y = y[None, :nu], y[None, :]
         self._tips(Xo, Y, tip_start(self.system))
-        self._gauges(Xo, Y, gauge_start(self.system))
+        i = self._gauges(Xo, Y, gauge_start(self.system))
+        y[i:] = x[nu:]
 
     def _tips(self, Xo: np.ndarray, Y: np.ndarray, i: int) -> int:
         """Y[:, i:] = the tip deflections u = Phi eta - 1/2 (eta^T H eta) e_x of states Xo; returns
@@ -193,29 +203,32 @@ class Evaluator:
             i += 3
         return i
 
-    def _gauges(self, Xo: np.ndarray, Y: np.ndarray, i: int) -> None:
-        """Y[:, i:] = the strain-gauge and section-force signals of states Xo (rows times eta)."""
+    def _gauges(self, Xo: np.ndarray, Y: np.ndarray, i: int) -> int:
+        """Y[:, i:] = the strain-gauge and section-force signals of states Xo (rows times eta);
+        returns the index after them."""
         for g in self.gauges:
             k, m = g.rows.shape
             Y[:, i:i + k] = Xo[:, g.e0:g.e0 + m] @ g.rows.T
             i += k
+        return i
 
     def evaluate(self, t: np.ndarray, X: np.ndarray, U: np.ndarray, Y: np.ndarray) -> None:
-        """Y[k] = y at time t[k] [s], state X[k] = [q; u], inputs U[k]. X is not changed; Y
+        """Y[k] = y at time t[k] [s], state X[k] = [q; u; i], inputs U[k]. X is not changed; Y
         holds the exact prescribed values of motion-driven coordinates."""
         S = self.system.arrays
         nq, nv, n = S.nq, S.nv, t.size
-        nx = nq + nv
+        nx = nq + nv + self.system.ni
         if n not in self._scratch:
             self._scratch[n] = (np.zeros((n, nv)), np.zeros((n, nv)), np.zeros((n, 4)),
                                 np.zeros((n, self.sensors.size, 18)), np.zeros((n, nx)),
                                 np.zeros((n, S.cr_a.size, 5)))
         Ud, Tau, En, Sens, Xo, Loop = self._scratch[n]
         sample(self.system.ref, self.W, self.sensors, t, X, U, Xo, Ud, Tau, En, Sens, Loop)
-        Y[:, :nx] = Xo
-        Y[:, nx:nx + nv] = Ud
-        Y[:, nx + nv:nx + 2 * nv] = Tau
-        i = nx + 2 * nv
+        nu = nq + nv
+        Y[:, :nu] = Xo[:, :nu]
+        Y[:, nu:nu + nv] = Ud
+        Y[:, nu + nv:nu + 2 * nv] = Tau
+        i = nu + 2 * nv
         Y[:, i] = En[:, 0]
         Y[:, i + 1] = En[:, 1] + En[:, 3]
         Y[:, i + 2] = En[:, 2]
@@ -231,4 +244,5 @@ class Evaluator:
             Y[:, i + 2:i + 5] = reaction[:, pos].sum(axis=1)
             Y[:, i + 5:i + 8] = reaction[:, ~pos].sum(axis=1)
             i += 8
-        self._gauges(Xo, Y, i)
+        i = self._gauges(Xo, Y, i)
+        Y[:, i:] = Xo[:, nu:]

@@ -11,7 +11,7 @@ import numpy as np
 from . import arguments as args
 from .model.elements import METHODS, Model
 from .names import lookup
-from .signals import Evaluator, output_width, signal_table
+from .signals import Evaluator, current_start, output_width, signal_table
 from .solvers.stepper import Settings, SolverError, Stepper
 from .compile import compile_model
 from .system import System, model_argument
@@ -24,7 +24,7 @@ InputSpec = Union[None, Mapping[str, float], Callable[[float], Mapping[str, floa
 class Result:
     """Sampled simulation output. `result.time` [s]; `result["elbow.q"]` a signal by name;
     `result.names` all names; `result.units[name]` its unit; `result.stats` solver statistics;
-    `result.states` the states [q; u] per sample; `result.system` the compiled model (None when
+    `result.states` the states [q; u; motor currents] per sample; `result.system` the compiled model (None when
     not known), which `animate` needs."""
 
     def __init__(self, time: np.ndarray, signals: dict[str, np.ndarray], units: dict[str, str],
@@ -69,15 +69,17 @@ class Result:
         data = np.loadtxt(path, delimiter=",", skiprows=1, ndmin=2)
         col = {n: i for i, n in enumerate(names)}
         table = signal_table(system)
-        nq, nx = system.nq, system.nq + system.nv
+        nq, nx = system.nq, system.nx
         missing = [s.name for s in table if s.index < nq and s.name not in col]
         if missing:
             raise ValueError(f"{path}: the position columns {', '.join(missing[:6])}{' ...' if len(missing) > 6 else ''} "
                              f"of model {system.model.name} are missing (write the CSV without --signals)")
         states = np.zeros((data.shape[0], nx))
+        nu, ic = system.nq + system.nv, current_start(system)
         for s in table:
-            if s.index < nx and s.name in col:
-                states[:, s.index] = data[:, col[s.name]]
+            at = s.index if s.index < nu else nu + s.index - ic if s.index >= ic else None
+            if at is not None and s.name in col:
+                states[:, at] = data[:, col[s.name]]
         signals = {n: data[:, i] for n, i in col.items() if n != "time"}
         units = {s.name: s.unit for s in table}
         return cls(data[:, 0], signals, {n: units.get(n, "") for n in signals}, {}, states, system=system)
@@ -210,11 +212,12 @@ def simulate(model: Union[Model, System], t_end: float, *, method: Optional[str]
     name (loaded and compiled here). method/step/rtol/atol/max_step override
     the model's solver settings. output_step [s]: sampling of the result (default the model's).
     inputs: {input name: value} held constant, or a function t -> dict sampled at each output
-    time and held until the next (zero-order hold, as in co-simulation). x0: initial [q; u].
+    time and held until the next (zero-order hold, as in co-simulation). x0: initial [q; u; i]
+    (i: the armature currents [A] of the motor drives, none without them).
 
     Every argument is checked before the run: a ValueError names the argument and what was
     expected (t_end >= 0, positive finite steps, rtol and atol within their ranges
-    (arguments.tolerances), x0 of nq + nv finite values,
+    (arguments.tolerances), x0 of nq + nv + ni finite values,
     finite inputs, a result within arguments.OUTPUT_BUDGET, at most arguments.STEP_BUDGET steps).
     """
     _check_arguments(t_end, method, step, rtol, atol, max_step, output_step, inputs)
@@ -224,10 +227,10 @@ def simulate(model: Union[Model, System], t_end: float, *, method: Optional[str]
     settings = settings_of(mdl, method=method, step=step, rtol=rtol, atol=atol, max_step=max_step)
     settings.check("simulate")
     dt = output_step or mdl.solver.output_step
-    nx = system.nq + system.nv
+    nx = system.nx
     args.output_size("simulate", t_end / dt + 2, nx + output_width(system) + len(system.inputs))
     if x0 is not None:
-        x0 = args.vector("simulate", "x0", x0, nx, "the initial state [q; u]")
+        x0 = args.vector("simulate", "x0", x0, nx, "the initial state [q; u; motor currents]")
     if isinstance(inputs, Mapping):
         _input_vector(system, inputs, 0.0)  # names and values (a function's: at each sample)
     if mdl.solver.formulation != "natural":
@@ -240,7 +243,7 @@ def simulate(model: Union[Model, System], t_end: float, *, method: Optional[str]
     if mdl.solver.formulation == "natural":
         return _natural(system, t, settings, inputs, x0)
     stepper = Stepper(system, settings)
-    x = np.concatenate([system.q0, system.u0]) if x0 is None else np.array(x0, dtype=float)
+    x = system.x0 if x0 is None else np.array(x0, dtype=float)
     X = np.zeros((t.size, nx))
     U = np.zeros((t.size, max(1, len(system.inputs))))
     X[0] = x
@@ -305,4 +308,5 @@ def _result(system: System, W, stats: dict, t: np.ndarray, X: np.ndarray, U: np.
     Evaluator(system, W).evaluate(t, X, U, Y)
     sig = {s.name: np.ascontiguousarray(Y[:, s.index]) for s in table}
     units = {s.name: s.unit for s in table}
-    return Result(t, sig, units, stats, Y[:, :system.nq + system.nv].copy(), system=system)
+    states = np.hstack([Y[:, :system.nq + system.nv], Y[:, current_start(system):]])
+    return Result(t, sig, units, stats, states, system=system)

@@ -50,6 +50,7 @@ class System:
     markers: dict[str, int]
     sensors: dict[str, int]
     drives: dict[str, str] = field(default_factory=dict)
+    i0: np.ndarray = field(default_factory=lambda: np.zeros(0))
     loop_rows: list[str] = field(default_factory=list)
     loop_redundant: list[str] = field(default_factory=list)
     loop_corrections: dict[str, tuple[float, float]] = field(default_factory=dict)
@@ -61,6 +62,26 @@ class System:
     @property
     def nv(self) -> int:
         return int(self.arrays.nv)
+
+    @property
+    def ni(self) -> int:
+        """Number of motor currents: the states after q and u."""
+        return int(self.arrays.mot_c.size)
+
+    @property
+    def motor_joints(self) -> list[str]:
+        """The joints with a motor drive, in the order of their currents in the state."""
+        return [n for n in self.joints if self.drives.get(n) == "motor"]
+
+    @property
+    def nx(self) -> int:
+        """Length of the state x = [q; u; i] (i: the motor currents [A])."""
+        return self.nq + self.nv + self.ni
+
+    @property
+    def x0(self) -> np.ndarray:
+        """The initial state [q0; u0; i0] (i0: the motors' currents at the start [A])."""
+        return np.concatenate([self.q0, self.u0, self.i0])
 
     @property
     def ref(self):
@@ -77,7 +98,7 @@ class System:
 
     def __post_init__(self) -> None:
         read_only(self.arrays)
-        for state in (self.q0, self.u0, self.input_defaults):
+        for state in (self.q0, self.u0, self.i0, self.input_defaults):
             state.setflags(write=False)
         object.__setattr__(self, "_ref", None)
 
@@ -95,8 +116,8 @@ def model_argument(where: str, value: object) -> Model | System:
 
 
 def state_scales(system: System) -> np.ndarray:
-    """Typical magnitude of each state [q; u]: the error norm's absolute scale (atol = rtol times
-    this) and the finite-difference increments.
+    """Typical magnitude of each state [q; u; i]: the error norm's absolute scale (atol = rtol
+    times this) and the finite-difference increments. Motor currents: 1 A.
 
     The norm measures what a user reads. Joint coordinates and quaternions: 1 (rad or m); joint
     rates: 1 (rad/s or m/s). Modal coordinate k of a body of size L [m] (body_size): L / a_k,
@@ -109,7 +130,7 @@ def state_scales(system: System) -> np.ndarray:
     1e-3 of this scale made dopri5 take twice the steps on Huang's arm at rtol 1e-6, for joint
     angles 40x more accurate than asked: docs/work-precision.md.)
     """
-    return coordinate_scales(system.arrays, system.bodies, system.flex)
+    return np.concatenate([coordinate_scales(system.arrays, system.bodies, system.flex), np.ones(system.ni)])
 
 
 def coordinate_scales(arrays: SystemArrays, bodies: list[str], flex: dict[str, FlexBodyData]) -> np.ndarray:

@@ -46,5 +46,5 @@ def compile_model(model: Model) -> System:
         joint_q=joints.joint_q, joint_u=joints.joint_u, body_eta=joints.body_eta, flex=bodies.flex,
         inputs=inputs, input_defaults=defaults, markers=markers.index,
         sensors={s.name: markers.index[f"{s.body}.{s.marker}"] for s in model.sensors if s.type == "marker"},
-        drives=drives.kinds, loop_rows=closed.rows, loop_redundant=closed.redundant,
+        drives=drives.kinds, i0=drives.i0, loop_rows=closed.rows, loop_redundant=closed.redundant,
         loop_corrections=corrections(model, tree, bodies, joints, closed))

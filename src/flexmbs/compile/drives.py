@@ -1,6 +1,7 @@
 """Stage 5, the drives: how the first coordinate of each joint is driven (torque input,
-prescribed motion, PD servo or passive), the motion profiles as the kernels evaluate them
-(kernels/profiles.py), and the inputs the drives read."""
+prescribed motion, PD servo, geared DC motor or passive), the motion profiles as the kernels
+evaluate them (kernels/profiles.py), the motors' parameters and currents (kernels/motor.py), and
+the inputs the drives read."""
 
 from __future__ import annotations
 
@@ -9,21 +10,24 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..kernels import profiles as prof
-from ..kernels.drives import MOTION, SERVO, TORQUE
-from ..model import PROFILES, Joint, Profile
+from ..kernels.drives import MOTION, MOTOR, SERVO, TORQUE
+from ..model import PROFILES, Joint, Motor, Profile
 from .joints import Joints
 
 
 @dataclass(frozen=True)
 class Drives:
     """kinds: joint name -> its drive type; inputs: the drives' input names in order (a torque's
-    `<joint>.tau`, an input profile's `<joint>.q_ref`, `.qd_ref`, `.qdd_ref`) and
-    input_defaults their values until set; fields: drive, drive_in, drive_prof, kp, kd,
-    prof_code, prof_par, prof_t, prof_c, prof_n (SYSTEM_FIELDS)."""
+    `<joint>.tau`, a motor's `<joint>.voltage`, an input profile's `<joint>.q_ref`, `.qd_ref`,
+    `.qdd_ref`) and input_defaults their values until set; i0: the motors' currents at the
+    start [A]; fields: drive, drive_in, drive_prof, kp, kd, prof_code, prof_par, prof_t,
+    prof_c, prof_n, mot_i, mot_c, mot_R, mot_L, mot_kt, mot_b, mot_ratio, mot_eff
+    (SYSTEM_FIELDS)."""
 
     kinds: dict[str, str]
     inputs: list[str]
     input_defaults: list[float]
+    i0: np.ndarray
     fields: dict
 
 
@@ -57,8 +61,32 @@ def drives_of(joints: list[Joint], layout: Joints) -> Drives:
                 defaults.extend([0.0, 0.0, 0.0])
             rows.append(row)
             kp[c], kd[c] = dr.kp, dr.kd
-    fields = dict(drive=drive, drive_in=drive_in, drive_prof=drive_prof, kp=kp, kd=kd, **_profile_table(rows))
-    return Drives(kinds, inputs, defaults, fields)
+        elif dr.type == "motor":
+            drive[c] = MOTOR
+            drive_in[c] = len(inputs)
+            inputs.append(f"{j.name}.voltage")
+            defaults.append(dr.voltage)
+    motors = [(ju[i], j.drive.motor) for i, j in enumerate(joints) if j.drive.type == "motor"]
+    fields = dict(drive=drive, drive_in=drive_in, drive_prof=drive_prof, kp=kp, kd=kd, **_profile_table(rows),
+                  **_motor_table(motors, nv))
+    return Drives(kinds, inputs, defaults, np.array([m.i0 for _, m in motors], float), fields)
+
+
+# the motor parameters the kernels read: SystemArrays field <- Motor field
+_MOTOR_FIELDS = {"mot_R": "R", "mot_L": "L", "mot_kt": "k_t", "mot_b": "b_motor", "mot_ratio": "ratio",
+                 "mot_eff": "efficiency"}
+
+
+def _motor_table(motors: list[tuple[int, Motor]], nv: int) -> dict[str, np.ndarray]:
+    """mot_i, mot_c and the parameter rows (_MOTOR_FIELDS) of the motors, given as (velocity
+    coordinate, Motor) in tree order."""
+    table = {name: np.zeros(nv) for name in _MOTOR_FIELDS}
+    mot_i = np.full(nv, -1, np.int64)
+    for k, (c, m) in enumerate(motors):
+        mot_i[c] = k
+        for name, field in _MOTOR_FIELDS.items():
+            table[name][c] = getattr(m, field)
+    return dict(mot_i=mot_i, mot_c=np.array([c for c, _ in motors], np.int64), **table)
 
 
 def _profile_row(p: Profile) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:

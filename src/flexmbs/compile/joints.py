@@ -7,9 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from flexmbs_fmu import motor_law
 
 from ..kernels.joints import CODE_OF
-from ..model import JOINTS, Issue, ModelError
+from ..model import JOINTS, Issue, Joint, ModelError
 from ..so3 import quat_from_rotvec
 from .bodies import Bodies
 from .markers import Markers
@@ -104,13 +105,19 @@ def _geometry(tree: Tree, markers: Markers) -> dict:
         axis2=np.array([np.asarray(j.axis2, float) for j in joints]).reshape(nb, 3))
 
 
+def _motor_rotor(j: Joint) -> float:
+    """The reflected rotor inertia ratio^2 J_rotor [kg m^2] of a joint's motor drive (0 without)."""
+    m = j.drive.motor if j.drive.type == "motor" else None
+    return 0.0 if m is None else motor_law.reflected_inertia(m.J_rotor, m.ratio)
+
+
 def _coordinate_terms(tree: Tree, layout: dict) -> dict:
     """k_spring, c_spring, q_preload, motor_J per velocity coordinate: the joint springs and the
     rotor and motor inertia that turn with the joint."""
     ju, jnv, nv = layout["ju"], layout["jnv"], layout["nv"]
     k_spring, c_spring, q_preload, motor_J = (np.zeros(nv) for _ in range(4))
     for i, j in enumerate(tree.joints):
-        motor_J[ju[i]:ju[i] + jnv[i]] = j.rotor_inertia + j.drive.motor_inertia
+        motor_J[ju[i]:ju[i] + jnv[i]] = j.rotor_inertia + j.drive.motor_inertia + _motor_rotor(j)
         if j.spring is not None:
             sl = slice(ju[i], ju[i] + jnv[i])
             k_spring[sl], c_spring[sl], q_preload[sl] = j.spring.stiffness, j.spring.damping, j.spring.preload

@@ -23,7 +23,8 @@ import numpy as np
 
 from flexmbs_fmu.controller import PIDController, pid_sample
 from .cosim import Assembly, Element
-from flexmbs_fmu.motor import DCMotor, load_torque
+from flexmbs_fmu.motor import DCMotor
+from flexmbs_fmu.motor_law import armature_rate, load_torque
 from flexmbs_fmu.trajectory import min_jerk
 
 MOTOR_DEFAULTS = {v.name: v.start for v in DCMotor.VARIABLES if v.causality == "parameter"}
@@ -160,8 +161,7 @@ def reference(design: ServoDesign, t_end: float | None = None, rtol: float = 1e-
         dz = np.empty_like(z)
         for k, (_, m, _, k_in, _, iu) in enumerate(axes):
             inputs[k_in] = load_torque(z[nx + k], x[iu], m["k_t"], m["b_motor"], m["ratio"], m["efficiency"])
-            w_m = m["ratio"] * x[iu]
-            dz[nx + k] = (volts[k] - m["R"] * z[nx + k] - m["k_t"] * w_m) / m["L"]
+            dz[nx + k] = armature_rate(z[nx + k], volts[k], m["ratio"] * x[iu], m["R"], m["L"], m["k_t"])
         if f_eval(S, W, t, x, inputs, xd) != OK:
             raise RuntimeError(f"the plant's equations failed at t = {t} s")
         dz[:nx] = xd

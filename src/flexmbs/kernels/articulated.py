@@ -46,7 +46,7 @@ def articulated_accelerations(S, W, t, q, u, inputs, udot):
     apply_prescribed(S, t, q, u, inputs, udot)
     tau = W.ab_tau
     fill1(tau, 0.0)
-    joint_forces(S, t, q, u, inputs, tau)
+    joint_forces(S, t, q, u, W.xi, inputs, tau)
     _kinematics_pass(S, W, q, u, udot)
     _loads(S, W, q, u, inputs)
     if not _inertia_pass(S, W):

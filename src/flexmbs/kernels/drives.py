@@ -2,15 +2,17 @@
 PD servos, joint springs and dampers.
 
 Drive codes (SystemArrays.drive): PASSIVE, TORQUE (an input), MOTION (a prescribed profile,
-its torque an output), SERVO (PD on a profile). Only the first coordinate of a joint is driven.
+its torque an output), SERVO (PD on a profile), MOTOR (a geared DC motor, its voltage an input
+and its current a state: kernels/motor.py). Only the first coordinate of a joint is driven.
 """
 
 from numba import njit
 
 from . import profiles
+from .motor import motor_torque
 from .settings import KERNEL
 
-PASSIVE, TORQUE, MOTION, SERVO = 0, 1, 2, 3
+PASSIVE, TORQUE, MOTION, SERVO, MOTOR = 0, 1, 2, 3, 4
 
 
 @njit(**KERNEL)
@@ -31,9 +33,10 @@ def apply_prescribed(S, t, q, u, inputs, udot):
 
 
 @njit(**KERNEL)
-def joint_forces(S, t, q, u, inputs, Q):
-    """Q += joint spring/damper forces -k (q - q_preload) - c qd, torque inputs and PD servo
-    torques kp (q_ref - q) + kd (qd_ref - qd), per joint coordinate [N m or N]."""
+def joint_forces(S, t, q, u, cur, inputs, Q):
+    """Q += joint spring/damper forces -k (q - q_preload) - c qd, torque inputs, PD servo
+    torques kp (q_ref - q) + kd (qd_ref - qd) and the motors' torques at currents cur [A], per
+    joint coordinate [N m or N]."""
     uq, k_spring, c_spring, q_preload, drive = S.uq, S.k_spring, S.c_spring, S.q_preload, S.drive
     for c in range(S.nv):
         qc = uq[c]
@@ -46,3 +49,5 @@ def joint_forces(S, t, q, u, inputs, Q):
         elif d == SERVO:
             qr, qdr, _ = drive_profile(S, c, inputs, t)
             Q[c] += S.kp[c] * (qr - q[qc]) + S.kd[c] * (qdr - u[c])
+        elif d == MOTOR:
+            Q[c] += motor_torque(S, c, u, cur)

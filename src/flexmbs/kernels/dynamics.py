@@ -31,16 +31,18 @@ from .kinematics import forward
 from .loop_closure import close_loops
 from .linalg import chol_factor, chol_solve, copy1, copy2, dot, fill1
 from .loads import load_forces
+from .motor import current_rates
 from .rotations import quat_rate
 from .settings import JIT, KERNEL
 
 
 @njit(**KERNEL)
 def assemble(S, W, t, q, u, inputs):
-    """Stages 2-4: W.M (nv x nv) and W.Q (nv) at (t, q, u); q, u must hold prescribed values."""
+    """Stages 2-4: W.M (nv x nv) and W.Q (nv) at (t, q, u) and the motor currents W.xi; q, u
+    must hold prescribed values."""
     forward(S, W, q, u)
     inertia(S, W, q, u)
-    joint_forces(S, t, q, u, inputs, W.Q)
+    joint_forces(S, t, q, u, W.xi, inputs, W.Q)
     load_forces(S, W, q, u, inputs, W.Q)
 
 
@@ -141,19 +143,24 @@ def qdot_of(S, q, u, qd):
 
 @njit(**JIT)
 def rhs(S, W, t, x, inputs, xd):
-    """First-order form x = [q; u]: xd = [qdot; udot]. Returns False on a singular mass matrix."""
-    nq = S.nq
+    """First-order form x = [q; u; i] (i: the motor currents [A]): xd = [qdot; udot; idot].
+    Returns False on a singular mass matrix."""
+    nq, nv = S.nq, S.nv
     q = W.xq
     u = W.xu
     udot = W.xud
+    cur = W.xi
     for i in range(nq):
         q[i] = x[i]
-    for i in range(u.shape[0]):
+    for i in range(nv):
         u[i] = x[nq + i]
+    for i in range(cur.shape[0]):
+        cur[i] = x[nq + nv + i]
     ok = accelerations(S, W, t, q, u, inputs, udot)
-    for i in range(u.shape[0]):
+    for i in range(nv):
         xd[nq + i] = udot[i]
     qdot_of(S, q, u, xd)
+    current_rates(S, u, cur, inputs, xd[nq + nv:])
     return ok
 
 

@@ -91,12 +91,21 @@ SYSTEM_FIELDS: tuple[tuple[str, str], ...] = (
     ("k_spring", "(nv,) joint spring stiffness [N m/rad or N/m]"),
     ("c_spring", "(nv,) joint damper [N m s/rad or N s/m]"),
     ("q_preload", "(nv,) spring rest position [rad or m]"),
-    ("drive", "(nv,) drive code (kernels/drives.py: PASSIVE, TORQUE, MOTION, SERVO)"),
-    ("drive_in", "(nv,) index of a torque drive's input, -1 otherwise"),
+    ("drive", "(nv,) drive code (kernels/drives.py: PASSIVE, TORQUE, MOTION, SERVO, MOTOR)"),
+    ("drive_in", "(nv,) index of a torque drive's input (a motor drive's: its voltage [V]), -1 otherwise"),
     ("drive_prof", "(nv,) index of a motion/servo drive's profile, -1 otherwise"),
     ("kp", "(nv,) servo stiffness [N m/rad or N/m]"),
     ("kd", "(nv,) servo damping [N m s/rad or N s/m]"),
     ("motor_J", "(nv,) rotor inertia on the coordinate (motor + reflected gear) [kg m^2 or kg]"),
+    # geared DC motors inside the plant (kernels/motor.py; parameters per coordinate, 0 without one)
+    ("mot_i", "(nv,) index k of the coordinate's motor current, the state x[nq + nv + k]; -1 without a motor drive"),
+    ("mot_c", "(ni,) the velocity coordinate each motor current drives (ni motors)"),
+    ("mot_R", "(nv,) armature resistance [ohm]"),
+    ("mot_L", "(nv,) armature inductance [H]"),
+    ("mot_kt", "(nv,) torque constant = back-EMF constant [N m/A = V s/rad]"),
+    ("mot_b", "(nv,) viscous friction on the motor shaft, motor side [N m s/rad]"),
+    ("mot_ratio", "(nv,) gear ratio: motor speed / joint speed [1]"),
+    ("mot_eff", "(nv,) gear efficiency: fraction of the power the gear passes on [1]"),
     # motion profiles (kernels/profiles.py)
     ("prof_code", "(nprof,) profile type code"),
     ("prof_par", "(nprof, NPAR) profile parameters (meaning per type in profiles.py)"),
@@ -205,7 +214,8 @@ def _workspace_fields(S) -> dict:
         (bodies on the forces' paths) and ab_topon (tops whose subtree it solved), ab_count the
         solves so far (the marks' stamp).
       xq, xu, xud: dynamics.rhs's copies of q and u (prescribed values are written into them)
-        and its udot.
+        and its udot; xi (ni): the motor currents [A] the joint forces read (rhs and sample
+        copy them from the state).
     """
     nb, nv = S.nb, S.nv
     nc = S.cr_a.shape[0]
@@ -231,7 +241,7 @@ def _workspace_fields(S) -> dict:
         i_MJ=z((nbd, nv)), **_marker_frame("i_", nv, "ab"),
         l_F=z(3), l_T=z(3), l_t=z(3), **_marker_frame("l_", nv, "ab"),
         s_rhs=z(nv), s_Mrow=z((nv, nv)),
-        xq=z(S.nq), xu=z(nv), xud=z(nv),
+        xq=z(S.nq), xu=z(nv), xud=z(nv), xi=z(S.mot_c.shape[0]),
         c_g=z(nc), c_G=z((nc, nv)), c_G0=z((nc, nv)), c_gam=z(nc), c_X=z((nc, nv)), c_S=z((nc, nc)),
         c_LS=z((nc, nc)), c_lam=z(nc), c_r=z(nc), c_dir=z((nc, 3)), c_e=z(3), c_f=z(3), c_t=z(3),
         c_d=z(3), c_dd=z(3), c_ed=z(3), c_fd=z(3), c_fw=z((nc, 12)), c_za=z((nc, nbd)), c_zb=z((nc, nbd)),
@@ -331,7 +341,8 @@ def _prototype_system() -> tuple:
         Ke=f((0, 1, 1)), De=f((0, 1, 1)),
         mk_body=i(0), mk_s0=f((0, 3)), mk_R0=f((0, 3, 3)), mk_Phi=f((0, 3, 1)), mk_Psi=f((0, 3, 1)),
         mk_H=f((0, 1, 1)), uq=i(0), k_spring=f(0), c_spring=f(0), q_preload=f(0), drive=i(0),
-        drive_in=i(0), drive_prof=i(0), kp=f(0), kd=f(0), motor_J=f(0), prof_code=i(0),
+        drive_in=i(0), drive_prof=i(0), kp=f(0), kd=f(0), motor_J=f(0), mot_i=i(0), mot_c=i(0),
+        mot_R=f(0), mot_L=f(0), mot_kt=f(0), mot_b=f(0), mot_ratio=f(0), mot_eff=f(0), prof_code=i(0),
         prof_par=f((0, 6)), prof_t=f((0, 1)), prof_c=f((0, 1, 4)), prof_n=i(0), pf_marker=i(0),
         pf_force=f((0, 3)), pf_torque=f((0, 3)), pf_frame=i(0), pf_input=i(0), sd_a=i(0), sd_b=i(0),
         sd_k=f(0), sd_c=f(0), sd_l0=f(0), sd_m=f(0), cr_a=i(0), cr_b=i(0), cr_kind=i(0), cr_i=i(0), cr_j=i(0),

@@ -51,6 +51,10 @@ class Coordinates:
     """The free (minimal) coordinates of a System and every nameable signal."""
 
     def __init__(self, system: System) -> None:
+        if system.ni:
+            raise ValueError(f"model {system.model.name}: the joints {', '.join(system.motor_joints)} have motor drives, "
+                             "whose armature currents linearize, equilibrium and modes do not take as states yet; "
+                             "drive them by torque inputs (drive type torque) to linearise the mechanism")
         self.system = system
         S = system.arrays
         self.nq, self.nv = int(S.nq), int(S.nv)

@@ -179,6 +179,24 @@ class Profile:
 
 
 @dataclass
+class Motor:
+    """A geared DC motor inside the plant (a `motor` drive): the DC motor block's parameters and
+    law (flexmbs_fmu/motor_law.py; tables.MOTOR gives units and bounds). R [ohm], L [H], k_t
+    [N m/A = V s/rad], J_rotor [kg m^2] (motor side; ratio^2 J_rotor is added to the joint's
+    inertia), b_motor [N m s/rad] (motor side), ratio (motor speed / joint speed), efficiency
+    (fraction of the power the gear passes on), i0 [A] the armature current at the start."""
+
+    R: float = 2.0
+    L: float = 1e-3
+    k_t: float = 0.05
+    J_rotor: float = 1e-5
+    b_motor: float = 1e-5
+    ratio: float = 50.0
+    efficiency: float = 0.9
+    i0: float = 0.0
+
+
+@dataclass
 class Drive:
     """How a single-coordinate joint is driven.
 
@@ -186,14 +204,18 @@ class Drive:
     named `<joint>.tau` (value `torque` until set). motion: q follows `profile` exactly; the
     driving torque is an output. servo: PD servo with motor inertia (Huang 1998 Ch. 3),
     tau = kp (q_ref - q) + kd (qd_ref - qd), motor_inertia [kg m^2] reflected to the joint side.
+    motor: a geared DC motor on a rotation (`motor`), its armature voltage [V] the input
+    `<joint>.voltage` (value `voltage` until set), its armature current a state of the plant.
     """
 
-    type: Literal["passive", "torque", "motion", "servo"] = "passive"
+    type: Literal["passive", "torque", "motion", "servo", "motor"] = "passive"
     torque: float = 0.0
     profile: Optional[Profile] = None
     kp: float = 0.0
     kd: float = 0.0
     motor_inertia: float = 0.0
+    voltage: float = 0.0
+    motor: Optional[Motor] = None
 
 
 @dataclass

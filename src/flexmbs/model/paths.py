@@ -13,7 +13,7 @@ import re
 from typing import Any, Optional
 
 from .elements import Model
-from .tables import JOINTS
+from .tables import JOINTS, MOTOR
 
 _SECTIONS = ("bodies", "joints", "loads", "sensors")
 _STEP = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(?:\[(\d+)\])?$")
@@ -25,7 +25,7 @@ _FIELD_UNITS = {
     "rho": "kg/m3", "nu": "1", "A": "m2", "Iy": "m4", "Iz": "m4", "J": "m4", "inertia": "kg.m2",
     "tip_inertia": "kg.m2", "rotor_inertia": "kg.m2", "motor_inertia": "kg.m2", "com": "m",
     "position": "m", "gravity": "m/s2", "force": "N", "torque": "N.m",
-    "stiffness_proportional": "s", "modal": "1",
+    "stiffness_proportional": "s", "modal": "1", "voltage": "V",
 }
 # Joint fields whose unit depends on whether the coordinate is a rotation or a translation.
 _JOINT_UNITS = {
@@ -135,6 +135,8 @@ def _flat(value: Any) -> list[float]:
 def unit_of(model: Model, path: str) -> Optional[str]:
     """The unit of the number at `path` where the field alone or its joint type decides it."""
     _, name, _, walked = _resolve(model, path)
+    if name in MOTOR and "motor" in walked:
+        return MOTOR[name].unit
     if name in _FIELD_UNITS:
         return _FIELD_UNITS[name]
     if name in _JOINT_UNITS and walked[0] == "joints":

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
+from flexmbs_fmu import motor_law
+
 from ..flex import sections as sec
 from .elements import Section
 
@@ -117,3 +119,19 @@ PROFILES: dict[str, ProfileKind] = {
     "input": ProfileKind(()),
 }
 PROFILE_TYPES: tuple[str, ...] = tuple(PROFILES)
+
+
+@dataclass(frozen=True)
+class MotorParameter:
+    """A parameter of the geared DC motor (a `motor` drive's `motor` mapping; the DC motor block's
+    parameter of the same name): its unit, meaning, default and bounds (None: unbounded)."""
+
+    unit: str
+    description: str
+    default: float
+    low: Optional[float]
+    high: Optional[float]
+
+
+# One law for the motor block and the plant's motor drive: the table comes from it.
+MOTOR: dict[str, MotorParameter] = {name: MotorParameter(*rest) for name, *rest in motor_law.PARAMETERS}

@@ -85,15 +85,14 @@ class Settings:
 
 
 class Stepper:
-    """Advances x = [q; u] of one System. Holds the workspace, so one per concurrent user."""
+    """Advances x = [q; u; i] (i: motor currents) of one System. Holds the workspace, so one per concurrent user."""
 
     def __init__(self, system: System, settings: Settings) -> None:
         settings.check()
         self.system = system
         self.settings = settings
         self.code = {"rk4": RK4, "dopri5": DOPRI5, "implicit": IMPLICIT}[settings.method]
-        S = system.arrays
-        nx = S.nq + S.nv
+        nx = system.nx
         self.W = system.workspace()
         self.K = np.zeros((7, nx))
         self.xs = np.zeros(nx)
@@ -157,8 +156,8 @@ class Stepper:
 
     @property
     def x_size(self) -> int:
-        """Length of the state x = [q; u]."""
-        return self.system.nq + self.system.nv
+        """Length of the state x = [q; u; i]."""
+        return self.system.nx
 
     def restore_implicit_memory(self, data: dict) -> None:
         """Inverse of implicit_memory (check it first with check_implicit_memory)."""
@@ -195,7 +194,7 @@ class Stepper:
         if self.loops is not None:
             # start on the constraints with the prescribed coordinates at their profile values
             # (x may come from outside, or hold integrated values of held inputs)
-            q, u = x[:self.system.nq], x[self.system.nq:]
+            q, u = x[:self.system.nq], x[self.system.nq:self.system.nq + self.system.nv]
             apply_prescribed(S, t, q, u, inputs, self.xs[self.system.nq:])
             project_positions(self.loops, q, u, self.loop_free)
             project_velocities(self.loops, q, u, self.loop_free)
@@ -222,7 +221,7 @@ class Stepper:
             raise SolverError(status, t_end)
         if self.loops is not None:
             # the index-1 equations drift off g = 0: project positions, then velocities
-            q, u = x[:self.system.nq], x[self.system.nq:]
+            q, u = x[:self.system.nq], x[self.system.nq:self.system.nq + self.system.nv]
             project_positions(self.loops, q, u, self.loop_free)
             # the dropped rows too: past a bifurcation a redundant row can become independent
             residual = self.loops.residual(q, u)

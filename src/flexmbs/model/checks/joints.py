@@ -7,13 +7,13 @@ from typing import Any
 
 import numpy as np
 
-from ..elements import GROUND, Body, Drive, Joint, Loops, Profile, Spring
+from ..elements import GROUND, Body, Drive, Joint, Loops, Motor, Profile, Spring
 from ..errors import Loc, show, unknown
-from ..tables import CUT_TYPES, JOINTS, PROFILES
-from .base import UNIT_TOL, Checks, num
+from ..tables import CUT_TYPES, JOINTS, MOTOR, PROFILES
+from .base import UNIT_TOL, Checks, accepts, num
 
 _DRIVE_FIELDS = {"passive": (), "torque": ("torque",), "motion": ("profile",),
-                 "servo": ("profile", "kp", "kd", "motor_inertia")}
+                 "servo": ("profile", "kp", "kd", "motor_inertia"), "motor": ("voltage", "motor")}
 
 
 class JointChecks(Checks):
@@ -105,9 +105,31 @@ class JointChecks(Checks):
             self.number(loc + ("torque",), d.torque)
         if d.type == "servo":
             self.numbers(loc, d, ("kp", "kd", "motor_inertia"), "non-negative")
+        if d.type == "motor":
+            self.motor(loc, d, joint_type)
         if d.type in ("motion", "servo") and self.instance(
                 loc + ("profile",), d.profile, Profile, f"a {d.type} drive needs a profile"):
             self.profile(loc + ("profile",), d.profile)
+
+    def motor(self, loc: Loc, d: Drive, joint_type: str) -> None:
+        """A motor drive: its voltage, on a rotation, and each parameter within the block's bounds."""
+        self.number(loc + ("voltage",), d.voltage)
+        if JOINTS[joint_type].nv == 1 and JOINTS[joint_type].lengths:
+            self.add(loc + ("type",), f"a motor drive turns a rotation (its torque constant is in N m/A); a "
+                                      f"{joint_type} joint's coordinate is a length [m]: drive it by a torque "
+                                      "(force) input instead")
+        if not self.instance(loc + ("motor",), d.motor, Motor, "a motor drive needs a motor mapping (R [ohm], "
+                             "L [H], k_t [N m/A], J_rotor [kg m^2], b_motor [N m s/rad], ratio, efficiency, i0 [A])"):
+            return
+        for name, par in MOTOR.items():
+            value = getattr(d.motor, name)
+            low = -np.inf if par.low is None else par.low
+            high = np.inf if par.high is None else par.high
+            if not accepts(value, "finite") or not low <= value <= high:
+                bounds = (f" from {low:g} to {high:g}" if par.low is not None and par.high is not None
+                          else f" >= {low:g}" if par.low is not None else "")
+                self.add(loc + ("motor", name), f"{par.description} [{par.unit}]: expected a finite number{bounds}, "
+                                                f"got {show(value)}")
 
     def profile(self, loc: Loc, p: Profile) -> None:
         if not self.choice(loc + ("type",), p.type, PROFILES):

@@ -1,0 +1,56 @@
+"""The geared DC motor's law, in one place: the DC motor block (motor.py) and the motor drive of
+the plant (flexmbs.kernels.motor, which compiles these functions with numba) both use it.
+
+A separately excited (permanent-magnet) DC motor with a rigid gearbox (the armature circuit and
+torque law of He 1993, Sec. 9.4, his DC motor driving the crank-rocker; the gear's losses are
+ours):
+- armature: L di/dt = V - R i - k_t w_m, with w_m = ratio * w_load (the gear is rigid; the
+  back-EMF constant [V s/rad] equals the torque constant [N m/A] in SI units);
+- shaft: tau_m = k_t i - b_motor w_m on the motor side; the gear multiplies it by the ratio and
+  loses the fraction (1 - efficiency) of the power it passes on, whichever side drives:
+  tau_load = ratio * efficiency * tau_m while the motor drives (tau_m w_m >= 0), and
+  ratio * tau_m / efficiency while the load drives it back;
+- the rotor turns rigidly with the load: its inertia acts on the load side as ratio^2 J_rotor.
+
+Pure Python (math only), so that an FMU of the block imports nothing of the core.
+"""
+
+from __future__ import annotations
+
+import math
+
+# The motor's parameters: (name, unit, description, default, smallest, largest or None).
+PARAMETERS: tuple[tuple[str, str, str, float, float | None, float | None], ...] = (
+    ("R", "ohm", "armature resistance", 2.0, 1e-9, None),
+    ("L", "H", "armature inductance", 1e-3, 1e-12, None),
+    ("k_t", "N.m/A", "torque constant = back-EMF constant [V s/rad]", 0.05, 1e-12, None),
+    ("J_rotor", "kg.m2", "rotor inertia (motor side)", 1e-5, 0.0, None),
+    ("b_motor", "N.m.s/rad", "viscous friction on the motor shaft", 1e-5, 0.0, None),
+    ("ratio", "1", "gear ratio: motor speed / load speed", 50.0, 1e-9, None),
+    ("efficiency", "1", "gearbox efficiency (fraction of power passed on)", 0.9, 1e-3, 1.0),
+    ("i0", "A", "armature current at the start", 0.0, None, None),
+)
+
+
+def armature_rate(i: float, voltage: float, w_motor: float, R: float, L: float, k_t: float) -> float:
+    """di/dt [A/s] of the armature current i [A] at voltage [V] and motor speed w_motor [rad/s]."""
+    return (voltage - R * i - k_t * w_motor) / L
+
+
+def current_after(i: float, h: float, voltage: float, w_motor: float, R: float, L: float, k_t: float) -> float:
+    """Armature current [A] after h [s] from i [A] with voltage [V] and motor speed [rad/s] held:
+    the exact solution of armature_rate with constant coefficients."""
+    i_ss = (voltage - k_t * w_motor) / R
+    return i_ss + (i - i_ss) * math.exp(-R / L * h)
+
+
+def load_torque(i: float, w_load: float, k_t: float, b_motor: float, ratio: float, efficiency: float) -> float:
+    """Torque on the load [N m] from current i [A] at load speed w_load [rad/s]."""
+    w_m = ratio * w_load
+    tau_m = k_t * i - b_motor * w_m
+    return ratio * tau_m * (efficiency if tau_m * w_m >= 0.0 else 1.0 / efficiency)
+
+
+def reflected_inertia(J_rotor: float, ratio: float) -> float:
+    """The rotor's inertia seen at the load [kg m^2]: ratio^2 J_rotor."""
+    return ratio * ratio * J_rotor

@@ -1,0 +1,36 @@
+"""Geared DC motors inside the plant (numba): the motor law of the DC motor block
+(flexmbs_fmu/motor_law.py, compiled here) on the joints with a `motor` drive.
+
+Each motor adds its armature current i [A] to the state, x = [q; u; i]:
+    L di/dt = V - R i - k_t ratio qd        (V: the joint's voltage input [V])
+and its joint gets the gear's torque load_torque(i, qd, ...) [N m] (ratio * efficiency * k_t i
+less the shaft friction while the motor drives). The rotor's reflected inertia ratio^2 J_rotor
+is in S.motor_J (compile/joints.py). He 1993 (Sec. 9.4) couples the same motor to the
+crank-rocker; integrating i with the mechanism keeps the back-EMF coupling inside one step.
+"""
+
+from flexmbs_fmu import motor_law
+from numba import njit
+
+from .settings import KERNEL
+
+# compiled without a cache of their own: the kernels that call them carry their code in theirs
+# (a cache is found by the file's place in flexmbs, and the law lives in flexmbs_fmu)
+_LAW = dict(KERNEL, cache=False)
+armature_rate = njit(**_LAW)(motor_law.armature_rate)
+load_torque = njit(**_LAW)(motor_law.load_torque)
+
+
+@njit(**KERNEL)
+def motor_torque(S, c, u, cur):
+    """Torque [N m] the motor of velocity coordinate c applies at rates u and currents cur [A]."""
+    return load_torque(cur[S.mot_i[c]], u[c], S.mot_kt[c], S.mot_b[c], S.mot_ratio[c], S.mot_eff[c])
+
+
+@njit(**KERNEL)
+def current_rates(S, u, cur, inputs, di):
+    """di[k] = d(current k)/dt [A/s] at rates u, currents cur and the voltage inputs."""
+    for k in range(S.mot_c.shape[0]):
+        c = S.mot_c[k]
+        di[k] = armature_rate(cur[k], inputs[S.drive_in[c]], S.mot_ratio[c] * u[c], S.mot_R[c], S.mot_L[c],
+                              S.mot_kt[c])
