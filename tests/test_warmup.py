@@ -1,11 +1,13 @@
 """Compile time is said as such and never counted as integration: `simulate` compiles (or loads)
 every kernel its run calls before the run starts, so the run itself adds no compiled signature
 to any kernel (counted in a fresh process, not timed), and a preparation that lasts says it is
-compiling."""
+compiling. A model compiles only the kernels of its own forward-dynamics route, each once
+(counted from an empty cache)."""
 
 from __future__ import annotations
 
 import logging
+import os
 import subprocess
 import sys
 import textwrap
@@ -42,6 +44,45 @@ COUNT = textwrap.dedent("""
     grown = {k: (after.get(k, 0), n) for k, n in signatures().items() if n != after.get(k, 0)}
     print("prepared", sum(after.values()), "grown", grown, "compile_time", result.stats["compile_time"])
 """)
+
+
+ROUTE = textwrap.dedent("""
+    import sys
+    import flexmbs
+    from numba import types
+    from numba.core.registry import CPUDispatcher
+
+    flexmbs.simulate(flexmbs.load_model(sys.argv[1]), 0.01)
+    for m, mod in list(sys.modules.items()):
+        for k, d in vars(mod).items():
+            if m.startswith("flexmbs.") and isinstance(d, CPUDispatcher) and d.py_func.__module__ == m:
+                literal = any(isinstance(a, types.Literal) for sig in d.signatures for a in sig)
+                print(f"{m}.{k}", len(d.signatures), int(literal))
+""")
+
+# the kernels only a closed loop needs, and those only the composite route needs
+LOOP_KERNELS = ("flexmbs.kernels.loop_closure.close_loops", "flexmbs.kernels.loop_closure._unit_solve",
+                "flexmbs.kernels.dynamics.composite_loops", "flexmbs.kernels.constraints.constraint_row",
+                "flexmbs.kernels.constraints.constraint_rows", "flexmbs.kernels.constraints.constrained_solve")
+COMPOSITE_KERNELS = ("flexmbs.kernels.dynamics.composite_accelerations", "flexmbs.kernels.dynamics.cholesky_solve")
+
+
+def test_a_tree_compiles_its_route_only(tmp_path) -> None:
+    """From an empty cache, a run of a tree on the recursion (the double pendulum) compiles the
+    recursion once and neither the loop closure nor the composite solve, and no kernel for the
+    value of a constant argument (numba's literal specialisations)."""
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
+    env.pop("NUMBA_CACHE_DIR", None)
+    run = subprocess.run([sys.executable, "-c", ROUTE, "double_pendulum"], capture_output=True, text=True, env=env,
+                         timeout=1800)
+    assert run.returncode == 0, run.stderr
+    count = {name: (int(n), int(lit)) for name, n, lit in (line.split() for line in run.stdout.splitlines())}
+    for stage in ("_kinematics_pass", "_inertia_pass", "_acceleration_pass"):   # the recursion's passes
+        assert count[f"flexmbs.kernels.articulated.{stage}"] == (1, 0), run.stdout
+    assert count["flexmbs.solvers.explicit.rk4_advance"] == (1, 0), run.stdout   # the model's method
+    for name in LOOP_KERNELS + COMPOSITE_KERNELS:
+        assert count[name] == (0, 0), (name, run.stdout)
+    assert not [name for name, (_, lit) in count.items() if lit], run.stdout
 
 
 @pytest.mark.parametrize("model, method", [("huang_two_link", "dopri5"), ("double_pendulum", "rk4"),

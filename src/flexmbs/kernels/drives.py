@@ -5,22 +5,21 @@ Drive codes (SystemArrays.drive): PASSIVE, TORQUE (an input), MOTION (a prescrib
 its torque an output), SERVO (PD on a profile). Only the first coordinate of a joint is driven.
 """
 
-from numba import njit
 
 from . import profiles
-from .settings import KERNEL
+from .settings import kernel
 
 PASSIVE, TORQUE, MOTION, SERVO = 0, 1, 2, 3
 
 
-@njit(**KERNEL)
+@kernel
 def drive_profile(S, c, inputs, t):
     """(q, qd, qdd) of the profile driving velocity coordinate c at time t [s]."""
     p = S.drive_prof[c]
     return profiles.evaluate(S.prof_code[p], S.prof_par[p], S.prof_t[p], S.prof_c[p], S.prof_n[p], inputs, t)
 
 
-@njit(**KERNEL)
+@kernel
 def apply_prescribed(S, t, q, u, inputs, udot):
     """Overwrite the motion-driven coordinates and their rates with their profile values at
     time t, and put the profile accelerations into udot."""
@@ -30,7 +29,7 @@ def apply_prescribed(S, t, q, u, inputs, udot):
             q[S.uq[c]], u[c], udot[c] = drive_profile(S, c, inputs, t)
 
 
-@njit(**KERNEL)
+@kernel
 def joint_forces(S, t, q, u, inputs, Q):
     """Q += joint spring/damper forces -k (q - q_preload) - c qd, torque inputs and PD servo
     torques kp (q_ref - q) + kd (qd_ref - qd), per joint coordinate [N m or N]."""
