@@ -1,11 +1,13 @@
 """Compile time is said as such and never counted as integration: `simulate` compiles (or loads)
 every kernel its run calls before the run starts, so the run itself adds no compiled signature
 to any kernel (counted in a fresh process, not timed), and a preparation that lasts says it is
-compiling."""
+compiling. A model compiles only the kernels of its own forward-dynamics route, each once
+(counted from an empty cache)."""
 
 from __future__ import annotations
 
 import logging
+import os
 import subprocess
 import sys
 import textwrap
@@ -44,6 +46,45 @@ COUNT = textwrap.dedent("""
 """)
 
 
+ROUTE = textwrap.dedent("""
+    import sys
+    import flexmbs
+    from numba import types
+    from numba.core.registry import CPUDispatcher
+
+    flexmbs.simulate(flexmbs.load_model(sys.argv[1]), 0.01)
+    for m, mod in list(sys.modules.items()):
+        for k, d in vars(mod).items():
+            if m.startswith("flexmbs.") and isinstance(d, CPUDispatcher) and d.py_func.__module__ == m:
+                literal = any(isinstance(a, types.Literal) for sig in d.signatures for a in sig)
+                print(f"{m}.{k}", len(d.signatures), int(literal))
+""")
+
+# the kernels only a closed loop needs, and those only the composite route needs
+LOOP_KERNELS = ("flexmbs.kernels.loop_closure.close_loops", "flexmbs.kernels.loop_closure._unit_solve",
+                "flexmbs.kernels.dynamics.composite_loops", "flexmbs.kernels.constraints.constraint_row",
+                "flexmbs.kernels.constraints.constraint_rows", "flexmbs.kernels.constraints.constrained_solve")
+COMPOSITE_KERNELS = ("flexmbs.kernels.dynamics.composite_accelerations", "flexmbs.kernels.dynamics.cholesky_solve")
+
+
+def test_a_tree_compiles_its_route_only(tmp_path) -> None:
+    """From an empty cache, a run of a tree on the recursion (the double pendulum) compiles the
+    recursion once and neither the loop closure nor the composite solve, and no kernel for the
+    value of a constant argument (numba's literal specialisations)."""
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
+    env.pop("NUMBA_CACHE_DIR", None)
+    run = subprocess.run([sys.executable, "-c", ROUTE, "double_pendulum"], capture_output=True, text=True, env=env,
+                         timeout=1800)
+    assert run.returncode == 0, run.stderr
+    count = {name: (int(n), int(lit)) for name, n, lit in (line.split() for line in run.stdout.splitlines())}
+    for stage in ("_kinematics_pass", "_inertia_pass", "_acceleration_pass"):   # the recursion's passes
+        assert count[f"flexmbs.kernels.articulated.{stage}"] == (1, 0), run.stdout
+    assert count["flexmbs.solvers.explicit.rk4_advance"] == (1, 0), run.stdout   # the model's method
+    for name in LOOP_KERNELS + COMPOSITE_KERNELS:
+        assert count[name] == (0, 0), (name, run.stdout)
+    assert not [name for name, (_, lit) in count.items() if lit], run.stdout
+
+
 @pytest.mark.parametrize("model, method", [("huang_two_link", "dopri5"), ("double_pendulum", "rk4"),
                                            ("huang_two_link", "implicit"), ("four_bar", "dopri5")])
 def test_the_run_compiles_nothing_after_prepare(model: str, method: str) -> None:
@@ -67,3 +108,32 @@ def test_a_long_preparation_says_it_is_compiling(monkeypatch, caplog) -> None:
     assert seconds >= 0.0 and np.array_equal(x, before)
     notice = [r.getMessage() for r in caplog.records if "compiling the numba kernels" in r.getMessage()]
     assert notice and "rk4 run" in notice[0] and "once per machine" in notice[0], caplog.text
+
+
+def test_the_kernel_cache_follows_every_source_its_kernels_compile(tmp_path) -> None:
+    """The cache folder is named by a digest of the kernel sources: an edit to a kernel module,
+    or to the motor law the kernels compile from flexmbs_fmu beside the package, gives a new
+    folder (numba itself checks only each kernel's own file); an edit to a plain module does not."""
+    import shutil
+    from importlib.util import find_spec
+
+    from flexmbs._cache import source_digest
+
+    root = tmp_path / "site"
+    for name in ("flexmbs", "flexmbs_fmu"):
+        shutil.copytree(os.path.dirname(find_spec(name).origin), root / name,
+                        ignore=shutil.ignore_patterns("__pycache__", "models"))
+    first = source_digest(root / "flexmbs")
+
+    def edited(path) -> str:
+        original = path.read_text()
+        path.write_text(original + "\n# an edit\n")
+        try:
+            return source_digest(root / "flexmbs")
+        finally:
+            path.write_text(original)
+
+    assert edited(root / "flexmbs_fmu" / "motor_law.py") != first
+    assert edited(root / "flexmbs" / "kernels" / "motor.py") != first
+    assert edited(root / "flexmbs" / "names.py") == first
+    assert source_digest(root / "flexmbs") == first

@@ -32,19 +32,28 @@ import time
 from pathlib import Path
 
 
+# modules outside flexmbs (beside it, in site-packages or an FMU's bundle) whose plain-Python
+# functions our kernels compile (kernels/motor.py): part of the kernels' digest
+LAWS = ("flexmbs_fmu/motor_law.py",)
+
+
 def source_digest(root: Path) -> str:
-    """Digest of every module under `root` that holds numba code (found by a numba import and a
-    numba decorator or structref, so a new kernel module anywhere in the package is never left
-    out, while a tool that only talks to numba, like this module, is): a new version gets a
+    """Digest of every module under `root` that holds numba code (found by a numba import, or the
+    kernels' settings, and a numba decorator, `kernel`, structref or a dispatcher class, so a
+    new kernel module anywhere in the package is never left out, while a tool that only talks to numba, like this module, is): a new version gets a
     fresh cache folder, so a stale index (whose pickled types no longer exist) is never read.
     numba itself checks each kernel's own file, not the files whose kernels it calls."""
     h = hashlib.sha1()
     for path in sorted(root.rglob("*.py")):
         source = path.read_bytes()
-        if re.search(rb"(from|import) numba", source) and re.search(rb"@\w*\.?(njit|jit|overload\w*|intrinsic)\b|"
-                                                                    rb"structref\.", source):
+        if re.search(rb"(from|import) numba|from \.settings import", source) and \
+                re.search(rb"@\w*\.?(njit|jit|overload\w*|intrinsic|kernel)\b|structref\.|class \w+\(CPUDispatcher\)", source):
             h.update(path.relative_to(root).as_posix().encode())
             h.update(source)
+    for law in LAWS:   # compiled into our kernels from beside the package: numba never checks them
+        path = root.parent / law
+        h.update(law.encode())
+        h.update(path.read_bytes() if path.is_file() else b"")
     return h.hexdigest()[:12]
 
 

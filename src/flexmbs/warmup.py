@@ -3,7 +3,7 @@ that compile time is said as such and never counted as integration time, in a re
 or in a progress bar's estimate.
 
 numba compiles a kernel at its first call. Loading compiled kernels from the cache takes well
-under NOTICE_AFTER seconds, compiling them minutes: when preparing lasts longer than that, a
+under NOTICE_AFTER seconds, compiling them about a minute or more: when preparing lasts longer than that, a
 line on the `flexmbs` logger says so (and, with `progress`, a bar counts the seconds against the
 time the last compile of the same kind took on this machine, kept in the cache folder).
 """
@@ -20,11 +20,16 @@ from pathlib import Path
 import numpy as np
 
 from ._cache import numba_cache_folder
+from .kernels.structs import route_of
 from .signals import Evaluator, output_width
 from .solvers.stepper import Settings, StabilityWarning, Stepper
 from .system import System
 
 NOTICE_AFTER = 2.0   # [s] preparing longer than this is compiling
+# [s] a first compile of one run's kernels (one route, one method) from an empty cache, wall
+# time on the two-core development machine (benchmarks/first_start.py, simulate case): the
+# estimate said until this machine has its own
+FIRST_COMPILE = 70.0
 _LOG = logging.getLogger("flexmbs")
 
 
@@ -55,8 +60,11 @@ def _notice(kind: str, done: threading.Event, progress: bool) -> None:
     if done.wait(NOTICE_AFTER):
         return
     last = _last_compile(kind)
-    about = f"about {last:.0f} s the last time on this machine" if last else "a few minutes on two cores"
-    _LOG.warning("compiling the numba kernels for a %s run (once per machine and flexmbs version; %s)", kind, about)
+    about = f"about {last:.0f} s, as the last time on this machine" if last else \
+        f"about {FIRST_COMPILE:.0f} s on two free cores, longer on a busy machine"
+    method, route = kind.split(" ", 1)
+    _LOG.warning("compiling the numba kernels for a %s run on the %s route (once per machine and flexmbs version; "
+                 "%s)", method, route, about)
     if not progress:
         done.wait()
         return
@@ -73,7 +81,7 @@ def prepare(system: System, settings: Settings, x: np.ndarray, inputs: np.ndarra
     """Compile or load every kernel a run of `system` with `settings` calls (the integrator
     entered for a zero-length step, the outputs evaluated once), on throwaway copies: nothing of
     the caller's changes. Returns the seconds it took (compiling, when above NOTICE_AFTER)."""
-    kind = f"{settings.method}{' loop' if system.model.loops.cuts else ''}"
+    kind = f"{settings.method} {route_of(system.arrays)}"   # what compiles: kernels/structs.ROUTES
     done = threading.Event()
     watcher = threading.Thread(target=_notice, args=(kind, done, progress), daemon=True)
     start = time.perf_counter()

@@ -27,7 +27,6 @@ couple bodies outside the tree, and models with them use the composite route
 (system.uses_recursion).
 """
 
-from numba import njit
 
 from .body import body_terms, rigid_terms
 from .drives import MOTION, apply_prescribed, joint_forces
@@ -35,10 +34,10 @@ from .joints import joint_kinematics
 from .kinematics import marker_local, marker_world
 from .loads import point_load, spring_damper_force
 from .linalg import chol_factor_n, chol_solve_n, fill1
-from .settings import KERNEL
+from .settings import kernel
 
 
-@njit(**KERNEL)
+@kernel
 def articulated_accelerations(S, W, t, q, u, inputs, udot):
     """Solve for udot at (t, q, u) by the articulated-body recursion (prescribed values applied
     in place); W.tau_drive gets the motion drives' torques. Returns False when a joint's pivot
@@ -61,7 +60,7 @@ def articulated_accelerations(S, W, t, q, u, inputs, udot):
 N_V3 = 27
 
 
-@njit(**KERNEL)
+@kernel
 def _cr(V, x, y, o, alpha):
     """V[o] += alpha V[x] x V[y] (rows of the 3-vector scratch)."""
     V[o, 0] += alpha * (V[x, 1] * V[y, 2] - V[x, 2] * V[y, 1])
@@ -69,21 +68,21 @@ def _cr(V, x, y, o, alpha):
     V[o, 2] += alpha * (V[x, 0] * V[y, 1] - V[x, 1] * V[y, 0])
 
 
-@njit(**KERNEL)
+@kernel
 def _rot(R, V, x, o):
     """V[o] = R V[x]."""
     for j in range(3):
         V[o, j] = R[j, 0] * V[x, 0] + R[j, 1] * V[x, 1] + R[j, 2] * V[x, 2]
 
 
-@njit(**KERNEL)
+@kernel
 def _sum(V, x, y, o):
     """V[o] = V[x] + V[y]."""
     for j in range(3):
         V[o, j] = V[x, j] + V[y, j]
 
 
-@njit(**KERNEL)
+@kernel
 def _kinematics_pass(S, W, q, u, udot):
     """Pass 1, root to leaves, in body axes: per body b its velocity ab_Vb, velocity-product
     acceleration ab_cb, the tree terms ab_P, ab_S, ab_c, and its own inertia ab_IA and bias
@@ -101,7 +100,7 @@ def _kinematics_pass(S, W, q, u, udot):
         _own_inertia(S, W, i)
 
 
-@njit(**KERNEL)
+@kernel
 def _parent_motion(S, W, i, q, u):
     """Pass 1, body i: its parent's motion in the parent's axes (ab_V3 rows _VP, _WP, _AP, _ALP)
     and the parent marker's elastic position, rotation and motion (_S, _SD, _WR, _SB, _WB;
@@ -141,7 +140,7 @@ def _parent_motion(S, W, i, q, u):
                 RM[j, l] = mk_R0[k, j, l]
 
 
-@njit(**KERNEL)
+@kernel
 def _joint_motion(S, W, i, q, u):
     """Pass 1, body i: its joint's pose, motion subspaces (W.ab_Sv, W.ab_Sw) and their rates in
     the parent's axes (_TV, _TW, _PW, _CW, _WREL, _VREL), and the rotations W.ab_Rc (joint's
@@ -178,7 +177,7 @@ def _joint_motion(S, W, i, q, u):
             E[j, l] = Rc[j, 0] * RM[l, 0] + Rc[j, 1] * RM[l, 1] + Rc[j, 2] * RM[l, 2]
 
 
-@njit(**KERNEL)
+@kernel
 def _child_motion(S, W, i):
     """Pass 1, body i: the motion of its parent marker, child marker and origin composed in the
     parent's axes, then its velocity W.ab_Vb[i] and velocity-product acceleration W.ab_cb[i] in
@@ -232,7 +231,7 @@ def _child_motion(S, W, i):
     cb[i, 2] -= wb[0] * vb[1] - wb[1] * vb[0]
 
 
-@njit(**KERNEL)
+@kernel
 def _world_motion(S, W, i):
     """Pass 1, body i: its world pose and motion W.A, W.r, W.v, W.w, W.a, W.al (for the loads)."""
     p = S.parent[i]
@@ -260,7 +259,7 @@ def _world_motion(S, W, i):
         w[i, j] = A[i, j, 0] * wb[0] + A[i, j, 1] * wb[1] + A[i, j, 2] * wb[2]
 
 
-@njit(**KERNEL)
+@kernel
 def _tree_terms(S, W, i, q, u, udot):
     """Pass 1, body i: its joint's motion subspace in its axes W.ab_S[i], its modal state, gravity
     in its axes, and the tree terms W.ab_P[i] (from the parent's extended velocity) and
@@ -306,7 +305,7 @@ def _tree_terms(S, W, i, q, u, udot):
                 cc[i, j] += Sc[i, j, kk] * udot[c]
 
 
-@njit(**KERNEL)
+@kernel
 def _own_inertia(S, W, i):
     """Pass 1, body i: its own inertia W.ab_IA[i] and bias force W.ab_pA[i] (velocity-product
     and elastic forces less gravity)."""
@@ -330,7 +329,7 @@ def _own_inertia(S, W, i):
         pA[i, 6 + j] += acc
 
 
-@njit(**KERNEL)
+@kernel
 def _parent_map(i, P, E, V, W, Psi, k, n_p):
     """P[i] (6 x (6 + n_p)): child frame velocity from the parent's extended velocity. With
     rp = s + pw + dp (parent origin to child origin, parent axes) and rq = rp - s:
@@ -367,7 +366,7 @@ def _parent_map(i, P, E, V, W, Psi, k, n_p):
             P[i, 3 + j, 6 + jm] = E[j, 0] * t0 + E[j, 1] * t1 + E[j, 2] * t2
 
 
-@njit(**KERNEL)
+@kernel
 def _loads(S, W, q, u, inputs):
     """Point loads and spring-dampers onto the bias forces ab_pA of the bodies they act on."""
     if S.pf_marker.shape[0] == 0 and S.sd_a.shape[0] == 0:
@@ -390,7 +389,7 @@ def _loads(S, W, q, u, inputs):
         marker_wrench(S, W, sd_b[sd], q, u, F, T, 1.0, W.ab_pA, S.mk_body[sd_b[sd]])
 
 
-@njit(**KERNEL)
+@kernel
 def marker_wrench(S, W, k, q, u, F, T, sign, out, row):
     """out[row] += sign G^T [A_b^T F; A_b^T T] (6 + n_b entries): the extended force on body b
     of world force F [N] and torque T [N m] at its marker k, G = [[I, -skew(s), Ds], [0, I,
@@ -420,7 +419,7 @@ def marker_wrench(S, W, k, q, u, F, T, sign, out, row):
         out[row, 6 + j] += Ds[0, j] * f0 + Ds[1, j] * f1 + Ds[2, j] * f2 + t0 * m0 + t1 * m1 + t2 * m2
 
 
-@njit(**KERNEL)
+@kernel
 def _inertia_pass(S, W):
     """Pass 2, leaves to root: per body the free columns of H (joint coordinates not
     motion-driven, then modes), U = IA H, the factor of D = H^T U + rotor inertia, K = D^-1 U^T
@@ -530,7 +529,7 @@ def _inertia_pass(S, W):
     return True
 
 
-@njit(**KERNEL)
+@kernel
 def _acceleration_pass(S, W, udot):
     """Pass 3, root to leaves: free accelerations into udot, zdot of every body into ab_zd,
     and the torque [N m] (force [N]) of each motion drive into W.tau_drive:

@@ -17,15 +17,14 @@ Its inertia is the sum of two exact parts:
   [w x p_v; w x p_w + v x p_v] with p = Mc w.
 """
 
-from numba import njit
 
 from .kinematics import foreshortening
 from .linalg import quad
 from .rotations import cross, cross_add
-from .settings import KERNEL
+from .settings import kernel
 
 
-@njit(**KERNEL)
+@kernel
 def first_moment(S, b, eta, out):
     """out = S(eta) = ∫rho r dV of body b in body axes [kg m]; returns the body mass [kg]."""
     n = S.nm[b]
@@ -64,7 +63,7 @@ def first_moment(S, b, eta, out):
     return m
 
 
-@njit(**KERNEL)
+@kernel
 def _quad_n(G, kh, x, y, n):
     """x^T G[kh] y over the first n entries."""
     s = 0.0
@@ -76,7 +75,7 @@ def _quad_n(G, kh, x, y, n):
     return s
 
 
-@njit(**KERNEL)
+@kernel
 def body_terms(S, W, b, eta, etad, vb, wb, gb, Mb, hb, Fb):
     """Fill Mb (6+n)^2, hb (velocity-product force) and Fb (gravity force), body b, body axes.
 
@@ -109,7 +108,7 @@ def body_terms(S, W, b, eta, etad, vb, wb, gb, Mb, hb, Fb):
     constant_terms(S.Mc, b, n, vb, wb, etad, gb, Mb, hb, Fb)
 
 
-@njit(**KERNEL)
+@kernel
 def rigid_terms(Mc, b, vb, wb, gb, Mb, hb, Fb):
     """body_terms of a rigid body b (6 x 6, its constant Mc[b] only), for callers that hold
     the System's Mc already (no struct field read per body)."""
@@ -121,7 +120,7 @@ def rigid_terms(Mc, b, vb, wb, gb, Mb, hb, Fb):
     constant_terms(Mc, b, 0, vb, wb, vb, gb, Mb, hb, Fb)
 
 
-@njit(**KERNEL)
+@kernel
 def constant_terms(Mc, b, n, vb, wb, etad, gb, Mb, hb, Fb):
     """Add the constant part Mc[b] of body b with n modes: Mc to Mb, its momenta's gyroscopic
     terms [w x p_v; w x p_w + v x p_v], p = Mc z, to hb, and the gravity of its mass and first
@@ -154,7 +153,7 @@ def constant_terms(Mc, b, n, vb, wb, etad, gb, Mb, hb, Fb):
         Fb[6 + j] += Mc[b, 0, 6 + j] * gb[0] + Mc[b, 1, 6 + j] * gb[1] + Mc[b, 2, 6 + j] * gb[2]
 
 
-@njit(**KERNEL)
+@kernel
 def _momentum(Mc, b, k, vb, wb, etad, n):
     """Row k of Mc[b] z, z = [vb; wb; etad]."""
     acc = 0.0
@@ -165,7 +164,7 @@ def _momentum(Mc, b, k, vb, wb, etad, n):
     return acc
 
 
-@njit(**KERNEL)
+@kernel
 def _point_terms(S, W, b, n, eta, etad, wb, gb, Mb, hb, Fb):
     """Add the mass points of body b one by one: m G^T G to Mb, m G^T a to hb, m G^T g to Fb
     (the w-v block of Mb and the w x v term are left to body_terms)."""
@@ -204,7 +203,7 @@ def _point_terms(S, W, b, n, eta, etad, wb, gb, Mb, hb, Fb):
         _add_point(Mb, hb, Fb, mq, r, D, a, gb, n)
 
 
-@njit(**KERNEL)
+@kernel
 def _moment_terms(S, W, b, n, eta, etad, w, g, Mb, hb, Fb):
     """The sums of _point_terms from the moments of body b's points (SYSTEM_FIELDS iv_*), exact:
     with r_q = rho_q + e_x c_q, rho_q = s_q + P_q eta, c_q = -1/2 eta^T H_q eta and
@@ -233,7 +232,7 @@ def _moment_terms(S, W, b, n, eta, etad, w, g, Mb, hb, Fb):
         Fb[6 + j] += Mb[0, 6 + j] * g[0] + Mb[1, 6 + j] * g[1] + Mb[2, 6 + j] * g[2]
 
 
-@njit(**KERNEL)
+@kernel
 def _moment_contractions(S, W, kv, kh, n, eta, etad):
     """W.b_Ce, W.b_Cd: iv_C contracted with eta and etad; with foreshortening (kh >= 0) also
     W.b_g = G eta and the contractions W.b_W1, W.b_V, W.b_W2, W.b_W3 of the H moments with eta.
@@ -286,7 +285,7 @@ def _moment_contractions(S, W, kv, kh, n, eta, etad):
     return e, ed
 
 
-@njit(**KERNEL)
+@kernel
 def _moment_inertia(S, W, kv, kh, n, eta, e):
     """The body's first moment W.b_x = S(eta) [kg m], inertia tensor W.b_J [kg m^2] and
     W.b_B[k, l, j] = sum m r_k D_lj, from the moments and their contractions (e: sum m eta^T H eta)."""
@@ -349,7 +348,7 @@ def _moment_inertia(S, W, kv, kh, n, eta, e):
             B[0, 0, j] += 0.5 * acc
 
 
-@njit(**KERNEL)
+@kernel
 def _moment_mass_matrix(S, W, kv, kh, n, m, Mb):
     """Add the points' mass matrix to Mb (m: their mass [kg])."""
     iv_Sb, iv_Me = S.iv_Sb, S.iv_Me
@@ -384,7 +383,7 @@ def _moment_mass_matrix(S, W, kv, kh, n, m, Mb):
             Mb[6 + j, k] = Mb[k, 6 + j]
 
 
-@njit(**KERNEL)
+@kernel
 def _moment_velocity_terms(S, W, kh, n, etad, w, ed, Mb, hb):
     """Add the points' velocity-product force to hb (ed: sum m etad^T H etad), from their mass
     matrix Mb and the moments."""
@@ -451,7 +450,7 @@ def _moment_velocity_terms(S, W, kh, n, etad, w, ed, Mb, hb):
             hb[6 + j] += acc - 2.0 * (w[1] * (u22 - u32) + w[2] * (u31 - u21))
 
 
-@njit(**KERNEL)
+@kernel
 def _add_point(Mb, hb, Fb, m, r, D, a, g, n):
     """Add m G^T G to Mb, m G^T a to hb and m G^T g to Fb for G = [I, -skew(r), D]."""
     x, y, z = r[0], r[1], r[2]

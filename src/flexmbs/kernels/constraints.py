@@ -17,10 +17,10 @@ from numba import njit
 from .kinematics import forward, marker_world
 from .linalg import chol_factor, chol_solve, dot
 from .rotations import cross
-from .settings import JIT, KERNEL
+from .settings import JIT, kernel
 
 
-@njit(**KERNEL)
+@kernel
 def constraint_row(S, W, r, q, u, with_jac):
     """Row r at (q, u): W.c_g[r], W.c_gam[r], W.c_dir[r] (the world direction of the row's
     reaction on the child side per unit multiplier: -e for a position row, e x f for an
@@ -89,7 +89,7 @@ def constraint_row(S, W, r, q, u, with_jac):
         W.c_gam[r] = -acc
 
 
-@njit(**KERNEL)
+@kernel
 def constraint_rows(S, W, q, u):
     """Every row into W.c_g (nc), W.c_G (nc x nv), W.c_gam (nc) and W.c_dir, W.c_fw
     (constraint_row); W must hold `forward` of (q, u)."""
@@ -112,7 +112,7 @@ def loop_state(S, W, q, u):
     constraint_rows(S, W, q, u)
 
 
-@njit(**KERNEL)
+@kernel
 def constrained_solve(S, W, udot):
     """Given the factor W.L of the (drive-modified) mass matrix and udot = M^-1 Q, apply the
     active loop constraints: rows W.c_G, W.c_gam (prescribed columns already moved to gam).

@@ -6,23 +6,22 @@ its torque an output), SERVO (PD on a profile), MOTOR (a geared DC motor, its vo
 and its current a state: kernels/motor.py). Only the first coordinate of a joint is driven.
 """
 
-from numba import njit
 
 from . import profiles
 from .motor import motor_torque
-from .settings import KERNEL
+from .settings import kernel
 
 PASSIVE, TORQUE, MOTION, SERVO, MOTOR = 0, 1, 2, 3, 4
 
 
-@njit(**KERNEL)
+@kernel
 def drive_profile(S, c, inputs, t):
     """(q, qd, qdd) of the profile driving velocity coordinate c at time t [s]."""
     p = S.drive_prof[c]
     return profiles.evaluate(S.prof_code[p], S.prof_par[p], S.prof_t[p], S.prof_c[p], S.prof_n[p], inputs, t)
 
 
-@njit(**KERNEL)
+@kernel
 def apply_prescribed(S, t, q, u, inputs, udot):
     """Overwrite the motion-driven coordinates and their rates with their profile values at
     time t, and put the profile accelerations into udot."""
@@ -32,7 +31,7 @@ def apply_prescribed(S, t, q, u, inputs, udot):
             q[S.uq[c]], u[c], udot[c] = drive_profile(S, c, inputs, t)
 
 
-@njit(**KERNEL)
+@kernel
 def joint_forces(S, t, q, u, cur, inputs, Q):
     """Q += joint spring/damper forces -k (q - q_preload) - c qd, torque inputs, PD servo
     torques kp (q_ref - q) + kd (qd_ref - qd) and the motors' torques at currents cur [A], per

@@ -2,11 +2,13 @@
 
     M(q) udot = Q(q, u, t, inputs)
 
-`accelerations` dispatches on S.recursive between two independent formulations of these
-equations: the articulated-body recursion (kernels/articulated.py, O(n) on trees; closed loops
-through kernels/loop_closure.py) and the composite route below (everything, massive rods
-included), evaluated in
-named stages, as MuJoCo's engine_forward does:
+`accelerations` dispatches between two independent formulations of these equations: the
+articulated-body recursion (kernels/articulated.py, O(n) on trees; closed loops through
+kernels/loop_closure.py) and the composite route below (everything, massive rods included),
+evaluated in named stages, as MuJoCo's engine_forward does. The dispatch happens when numba
+types a call, on the route the System's box carries in its type (structs.ROUTES): a model
+compiles its own route's kernels only (a tree neither the loop closure nor the other route),
+and each entry point holds the object code of one route.
 
 1. drives      apply_prescribed: motion-driven coordinates take their profile values (exact
                derivatives), their accelerations are known             (kernels/drives.py)
@@ -22,6 +24,7 @@ named stages, as MuJoCo's engine_forward does:
 
 import numpy as np
 from numba import njit
+from numba.extending import overload
 
 from .articulated import articulated_accelerations
 from .constraints import constrained_solve, constraint_rows
@@ -33,10 +36,10 @@ from .linalg import chol_factor, chol_solve, copy1, copy2, dot, fill1
 from .loads import load_forces
 from .motor import current_rates
 from .rotations import quat_rate
-from .settings import JIT, KERNEL
+from .settings import JIT, KERNEL, kernel
 
 
-@njit(**KERNEL)
+@kernel
 def assemble(S, W, t, q, u, inputs):
     """Stages 2-4: W.M (nv x nv) and W.Q (nv) at (t, q, u) and the motor currents W.xi; q, u
     must hold prescribed values."""
@@ -46,27 +49,51 @@ def assemble(S, W, t, q, u, inputs):
     load_forces(S, W, q, u, inputs, W.Q)
 
 
-@njit(**KERNEL)
 def accelerations(S, W, t, q, u, inputs, udot):
-    """Solve for udot at (t, q, u) (prescribed values applied in place) by the route compiled
-    into S.recursive. Returns False if the mass matrix (a pivot block) is not positive
-    definite. W.tau_drive gets the motion drives' torques."""
-    if S.recursive == 1:
-        return recursive_accelerations(S, W, t, q, u, inputs, udot)
-    return composite_accelerations(S, W, t, q, u, inputs, udot)
+    """Solve for udot at (t, q, u) (prescribed values applied in place) by the System's route.
+    Returns False if the mass matrix (a pivot block) is not positive definite. W.tau_drive gets
+    the motion drives' torques. Kernels only (numba picks the route's kernel, _route)."""
+    raise TypeError("dynamics.accelerations is called from numba kernels only")
 
 
-@njit(**KERNEL)
+# numba compiles what an overload returns as the function called: returning the route's own
+# Python function (not a function that calls its dispatcher) adds no compiled layer, each of
+# which would hold the object code of all it calls once more.
+@overload(accelerations, jit_options=KERNEL)
+def _route(S, W, t, q, u, inputs, udot):
+    if S.route == "recursive tree":
+        return articulated_accelerations.py_func
+    if S.route == "recursive loops":
+        return recursive_accelerations.py_func
+    return composite_accelerations.py_func
+
+
+def _on_loops(kernel):
+    """A function of (S, W, q, u, udot, ok) for kernels that numba compiles as `kernel` (which
+    closes the loops on udot and returns ok) for a System with loop rows, and as `ok` for a
+    tree, which so never compiles `kernel`."""
+
+    def closed(S, W, q, u, udot, ok):
+        raise TypeError("a loop closure is called from numba kernels only")
+
+    @overload(closed, jit_options=KERNEL)
+    def _typed(S, W, q, u, udot, ok):
+        if S.route.endswith("tree"):
+            return lambda S, W, q, u, udot, ok: ok
+        return kernel.py_func
+
+    return closed
+
+
+@kernel
 def recursive_accelerations(S, W, t, q, u, inputs, udot):
     """The articulated-body recursion over the tree (kernels/articulated.py), its loop rows
     closed on its factorisation (kernels/loop_closure.py); same contract as `accelerations`."""
     ok = articulated_accelerations(S, W, t, q, u, inputs, udot)
-    if S.cr_a.shape[0] > 0:
-        ok = close_loops(S, W, q, u, udot, ok)
-    return ok
+    return _closed_on_recursion(S, W, q, u, udot, ok)
 
 
-@njit(**KERNEL)
+@kernel
 def composite_accelerations(S, W, t, q, u, inputs, udot):
     """Stages 1-5 of the composite route; same contract as `accelerations`."""
     apply_prescribed(S, t, q, u, inputs, udot)
@@ -93,20 +120,8 @@ def composite_accelerations(S, W, t, q, u, inputs, udot):
                 rhs_[c] = udot[c]
     ok = cholesky_solve(M, rhs_, W.L)
     copy1(rhs_, udot)
+    ok = _closed_on_matrix(S, W, q, u, udot, ok)
     nc = S.cr_a.shape[0]
-    if nc > 0:
-        # evaluated whatever happens next, so that outputs never show a previous call's values
-        constraint_rows(S, W, q, u)
-        copy2(W.c_G, W.c_G0)
-        fill1(W.c_lam, 0.0)
-    if ok and nc > 0:
-        # prescribed coordinates have a known udot: their columns go to the right-hand side
-        for c in range(nv):
-            if S.drive[c] == MOTION:
-                for r in range(nc):
-                    W.c_gam[r] -= W.c_G[r, c] * udot[c]
-                    W.c_G[r, c] = 0.0
-        ok = constrained_solve(S, W, udot)
     npres = 0
     for c in range(nv):
         if S.drive[c] == MOTION:
@@ -117,7 +132,30 @@ def composite_accelerations(S, W, t, q, u, inputs, udot):
     return ok
 
 
-@njit(**KERNEL)
+@kernel
+def composite_loops(S, W, q, u, udot, ok):
+    """The loop multipliers of the composite route on the tree's udot (stage 5), with udot and
+    ok of the Cholesky solve; returns ok."""
+    # evaluated whatever happens next, so that outputs never show a previous call's values
+    constraint_rows(S, W, q, u)
+    copy2(W.c_G, W.c_G0)
+    fill1(W.c_lam, 0.0)
+    if not ok:
+        return False
+    # prescribed coordinates have a known udot: their columns go to the right-hand side
+    for c in range(S.nv):
+        if S.drive[c] == MOTION:
+            for r in range(S.cr_a.shape[0]):
+                W.c_gam[r] -= W.c_G[r, c] * udot[c]
+                W.c_G[r, c] = 0.0
+    return constrained_solve(S, W, udot)
+
+
+_closed_on_recursion = _on_loops(close_loops)
+_closed_on_matrix = _on_loops(composite_loops)
+
+
+@kernel
 def cholesky_solve(M, b, L):
     """Solve M x = b in place (b <- x) for symmetric positive definite M via L (workspace)."""
     if not chol_factor(M, L):
@@ -141,10 +179,12 @@ def qdot_of(S, q, u, qd):
             quat_rate(q, k, u, S.quat_u[i], qd)
 
 
-@njit(**JIT)
+@njit(**KERNEL, inline="always")
 def rhs(S, W, t, x, inputs, xd):
     """First-order form x = [q; u; i] (i: the motor currents [A]): xd = [qdot; udot; idot].
-    Returns False on a singular mass matrix."""
+    Returns False on a singular mass matrix. Python calls it as solvers.common.f_eval, into which
+    numba inlines it: one compiled layer (each holds the object code of the whole route) instead
+    of two."""
     nq, nv = S.nq, S.nv
     q = W.xq
     u = W.xu
@@ -164,7 +204,7 @@ def rhs(S, W, t, x, inputs, xd):
     return ok
 
 
-@njit(**KERNEL)
+@kernel
 def normalize_quaternions(S, x):
     """Project quaternion coordinates back to unit norm (after an integration step)."""
     for i in range(S.nb):

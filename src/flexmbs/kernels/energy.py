@@ -1,16 +1,15 @@
 """Mechanical energies [J] (numba): kinetic, gravitational potential, strain, and spring."""
 
 import numpy as np
-from numba import njit
 
 from .body import first_moment
 from .dynamics import assemble
 from .kinematics import marker_world
 from .linalg import dot, mv, quad
-from .settings import KERNEL
+from .settings import kernel
 
 
-@njit(**KERNEL)
+@kernel
 def energies(S, W, t, q, u, inputs, out):
     """out = [kinetic, gravity potential, strain, spring]. q, u hold prescribed values."""
     assemble(S, W, t, q, u, inputs)

@@ -5,7 +5,7 @@ function that a kernel calls in the kernel's setting, whatever its own: a functi
 Python and a kernel call would, depending on which compiled it first, lose the runtime, and
 then take a reference on the System and Workspace boxes at every call from Python without
 giving it back. So Python calls these wrappers, compiled with the runtime (settings.JIT), and
-no kernel calls them. (Functions only Python and other entry points call, such as dynamics.rhs,
+no kernel calls them. (Functions only Python and other entry points call, such as
 solvers.common.f_eval and outputs.sample, are entry points themselves.)
 """
 

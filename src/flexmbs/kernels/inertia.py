@@ -12,15 +12,14 @@ generalised forces, which is why this stage also fills Q with them (Kane's equat
 (kinematics.forward) done at (q, u).
 """
 
-from numba import njit
 
 from .body import body_terms
 from .kinematics import marker_world
 from .linalg import fill1, fill2
-from .settings import KERNEL
+from .settings import kernel
 
 
-@njit(**KERNEL)
+@kernel
 def _body_jacobian(S, W, b):
     """W.i_J[:6+n] = [A^T Jv; A^T Jw; E_eta] of body b, its body-frame velocity W.i_z and the
     velocity-product term W.i_c = [A^T a - w x v; A^T al; 0]; W.i_g = gravity in body axes."""
@@ -52,7 +51,7 @@ def _body_jacobian(S, W, b):
         cb[6 + k] = 0.0
 
 
-@njit(**KERNEL)
+@kernel
 def inertia(S, W, q, u):
     """Fill W.M (nv x nv) and put the bodies' and rods' inertial, gravity and elastic forces in
     W.Q (overwritten)."""
@@ -107,7 +106,7 @@ def inertia(S, W, q, u):
             _rod(S, W, s, q, u, M, Q)
 
 
-@njit(**KERNEL)
+@kernel
 def _rod(S, W, s, q, u, M, Q):
     """Elastic rod s: mass m spread evenly between its end markers a, b (the velocity along the
     rod interpolates linearly between the ends', so T = m/6 (va^2 + va.vb + vb^2)):

@@ -7,11 +7,10 @@ free joints whose rotational velocities are the relative angular velocity in C (
 quaternion never meets a singular map).
 """
 
-from numba import njit
 
 from .linalg import copy2, mm
 from .rotations import quat_to_matrix, rot_axis
-from .settings import KERNEL
+from .settings import kernel
 
 FIXED, REVOLUTE, PRISMATIC, CYLINDRICAL, UNIVERSAL, SPHERICAL, PLANAR, FREE = range(8)
 # The code of each joint type of the model (flexmbs.model.JOINTS), as joint_kinematics branches on it.
@@ -19,7 +18,7 @@ CODE_OF = {"fixed": FIXED, "revolute": REVOLUTE, "prismatic": PRISMATIC, "cylind
            "universal": UNIVERSAL, "spherical": SPHERICAL, "planar": PLANAR, "free": FREE}
 
 
-@njit(**KERNEL)
+@kernel
 def joint_kinematics(jt, axes1, axes2, i, q, kq, u, ku, p, R, Sv, Sw, cw, R1, R2, b):
     """Fill p (3), R (3x3), Sv, Sw (3 x nv, zeroed by caller), cw (3) for the joint of body i:
     axes axes1[i], axes2[i] (unit, in P), coordinates q[kq:], rates u[ku:] (read by offset, so
@@ -78,14 +77,14 @@ def joint_kinematics(jt, axes1, axes2, i, q, kq, u, ku, p, R, Sv, Sw, cw, R1, R2
         _identity(R)
 
 
-@njit(**KERNEL)
+@kernel
 def _identity(R):
     for i in range(3):
         for j in range(3):
             R[i, j] = 1.0 if i == j else 0.0
 
 
-@njit(**KERNEL)
+@kernel
 def _set_col(A, c, x, y, z):
     A[0, c] = x
     A[1, c] = y

@@ -7,15 +7,14 @@ accelerations that remain when all generalised accelerations are zero (Jdot u) i
 Jv_i, Jw_i (3 x nv) with v_i = Jv_i u, w_i = Jw_i u.
 """
 
-from numba import njit
 
 from .joints import joint_kinematics
 from .linalg import copy2, fill2, mm, mv
 from .rotations import cross, cross_add, dexp, dexp_bias, expmap
-from .settings import KERNEL
+from .settings import kernel
 
 
-@njit(**KERNEL)
+@kernel
 def foreshortening(H, eta, etad, h, hd):
     """h = H eta, hd = H etad; returns (eta^T H eta, etad^T H etad). The axial displacement of a
     point with foreshortening matrix H is -1/2 eta^T H eta; its rate -eta^T H etad."""
@@ -34,7 +33,7 @@ def foreshortening(H, eta, etad, h, hd):
     return ehe, dhd
 
 
-@njit(**KERNEL)
+@kernel
 def marker_local(S, W, k, q, u):
     """Pose and motion of marker k relative to its body frame B (all in B), into W.m_*:
 
@@ -95,7 +94,7 @@ def marker_local(S, W, k, q, u):
     return n
 
 
-@njit(**KERNEL)
+@kernel
 def marker_world(S, W, k, q, u, r, A, v, w, Jv, Jw, a, al, with_jac):
     """World pose (r, A), velocity (v, w), velocity-product acceleration (a, al) and, when
     with_jac, Jacobians (Jv, Jw: 3 x nv) of marker k. Needs W filled by `forward` up to its body."""
@@ -155,7 +154,7 @@ def marker_world(S, W, k, q, u, r, A, v, w, Jv, Jw, a, al, with_jac):
                     Jv[i, e0 + j] += Ab[i, 0] * W.m_Ds[0, j] + Ab[i, 1] * W.m_Ds[1, j] + Ab[i, 2] * W.m_Ds[2, j]
 
 
-@njit(**KERNEL)
+@kernel
 def sub_skew_times(d, Jw, Jv_in, Jv_out):
     """Jv_out = Jv_in - skew(d) Jw, i.e. the velocity of a point offset by d from a frame
     (Jv_out may be Jv_in)."""
@@ -165,7 +164,7 @@ def sub_skew_times(d, Jw, Jv_in, Jv_out):
         Jv_out[2, c] = Jv_in[2, c] - (d[0] * Jw[1, c] - d[1] * Jw[0, c])
 
 
-@njit(**KERNEL)
+@kernel
 def forward(S, W, q, u):
     """Fill W.r, W.A, W.v, W.w, W.a, W.al, W.Jv, W.Jw for every body, root to leaves."""
     rm, Am, vm, wm, am, alm = W.k_r, W.k_A, W.k_v, W.k_w, W.k_a, W.k_al

@@ -5,12 +5,11 @@ sized blocks of multibody kernels; these write into caller-provided arrays inste
 """
 
 import numpy as np
-from numba import njit
 
-from .settings import KERNEL
+from .settings import kernel
 
 
-@njit(**KERNEL)
+@kernel
 def mv(A, x, out):
     """out = A x."""
     for i in range(A.shape[0]):
@@ -22,7 +21,7 @@ def mv(A, x, out):
 
 
 
-@njit(**KERNEL)
+@kernel
 def mtv_add(A, x, out, alpha):
     """out += alpha A^T x."""
     for j in range(A.shape[1]):
@@ -32,7 +31,7 @@ def mtv_add(A, x, out, alpha):
         out[j] += alpha * s
 
 
-@njit(**KERNEL)
+@kernel
 def mm(A, B, out):
     """out = A B (out must not alias A or B)."""
     for i in range(A.shape[0]):
@@ -46,7 +45,7 @@ def mm(A, B, out):
 
 
 
-@njit(**KERNEL)
+@kernel
 def dot(a, b):
     s = 0.0
     for i in range(a.shape[0]):
@@ -54,7 +53,7 @@ def dot(a, b):
     return s
 
 
-@njit(**KERNEL)
+@kernel
 def quad(x, A, y):
     """x^T A y."""
     s = 0.0
@@ -66,7 +65,7 @@ def quad(x, A, y):
     return s
 
 
-@njit(**KERNEL)
+@kernel
 def copy2(src, dst):
     """dst[:, :] = src (loops compile far faster than numba's slice assignment)."""
     for i in range(src.shape[0]):
@@ -74,32 +73,32 @@ def copy2(src, dst):
             dst[i, j] = src[i, j]
 
 
-@njit(**KERNEL)
+@kernel
 def fill2(dst, value):
     for i in range(dst.shape[0]):
         for j in range(dst.shape[1]):
             dst[i, j] = value
 
 
-@njit(**KERNEL)
+@kernel
 def copy1(src, dst):
     for i in range(src.shape[0]):
         dst[i] = src[i]
 
 
-@njit(**KERNEL)
+@kernel
 def fill1(dst, value):
     for i in range(dst.shape[0]):
         dst[i] = value
 
 
-@njit(**KERNEL)
+@kernel
 def chol_factor(M, L):
     """Cholesky factor L of a symmetric positive definite M (False if it is not)."""
     return chol_factor_n(M, L, M.shape[0])
 
 
-@njit(**KERNEL)
+@kernel
 def chol_factor_n(M, L, n):
     """Cholesky factor L[:n, :n] of the leading n x n block of a symmetric M (False if that
     block is not positive definite); scratch arrays larger than n stay untouched beyond it."""
@@ -118,13 +117,13 @@ def chol_factor_n(M, L, n):
     return True
 
 
-@njit(**KERNEL)
+@kernel
 def chol_solve(L, b):
     """Solve (L L^T) x = b in place (b <- x)."""
     chol_solve_n(L, b, L.shape[0])
 
 
-@njit(**KERNEL)
+@kernel
 def chol_solve_n(L, b, n):
     """Solve (L L^T) x = b[:n] in place with the leading n x n factor of L."""
     for i in range(n):
@@ -140,7 +139,7 @@ def chol_solve_n(L, b, n):
 
 
 
-@njit(**KERNEL)
+@kernel
 def lu_factor(A, piv):
     """LU factorisation with partial pivoting of a square A in place (L unit lower, U upper,
     both stored in A), row swaps in piv. False if a pivot is zero (A singular)."""
@@ -168,7 +167,7 @@ def lu_factor(A, piv):
     return True
 
 
-@njit(**KERNEL)
+@kernel
 def lu_solve(LU, piv, b):
     """Solve A x = b in place (b <- x) with the factors of lu_factor."""
     n = LU.shape[0]
@@ -188,7 +187,7 @@ def lu_solve(LU, piv, b):
         b[i] = s / LU[i, i]
 
 
-@njit(**KERNEL)
+@kernel
 def env_chol_factor(A, L, first, n):
     """Cholesky factor L of the leading n x n block of a symmetric A whose row i is zero left
     of column first[i] (its envelope; A read on and left of the diagonal, within it). L keeps
@@ -209,7 +208,7 @@ def env_chol_factor(A, L, first, n):
     return True
 
 
-@njit(**KERNEL)
+@kernel
 def env_chol_solve(L, first, b, n):
     """Solve (L L^T) x = b[:n] in place with an envelope factor of env_chol_factor."""
     for i in range(n):

@@ -5,14 +5,13 @@ Jacobians (`load_forces`, after the kinematics stage), the recursive one through
 local Jacobian (kernels/articulated.py)."""
 
 import numpy as np
-from numba import njit
 
 from .kinematics import marker_world
 from .linalg import copy1, dot, mtv_add, mv
-from .settings import KERNEL
+from .settings import kernel
 
 
-@njit(**KERNEL)
+@kernel
 def load_forces(S, W, q, u, inputs, Q):
     """Q += the generalised forces of every point force/torque and spring-damper [N, N m]."""
     ra, Aa, va, wa, Jva, Jwa, aa, ala = W.l_ra, W.l_Aa, W.l_va, W.l_wa, W.l_Jva, W.l_Jwa, W.l_aa, W.l_ala
@@ -32,7 +31,7 @@ def load_forces(S, W, q, u, inputs, Q):
         mtv_add(Jvb, F, Q, -1.0)
 
 
-@njit(**KERNEL)
+@kernel
 def point_load(S, f, inputs, A, F, T, tmp):
     """World force F [N] and torque T [N m] of point load f; A: its marker's world rotation
     (a body-fixed load is given in marker axes). tmp: 3-vector scratch."""
@@ -47,7 +46,7 @@ def point_load(S, f, inputs, A, F, T, tmp):
         copy1(tmp, T)
 
 
-@njit(**KERNEL)
+@kernel
 def spring_damper_force(S, s, ra, rb, va, vb, F):
     """World force F [N] that spring-damper s applies on its first marker (the second gets -F),
     from the markers' world positions ra, rb [m] and velocities va, vb [m/s]. A zero rest length

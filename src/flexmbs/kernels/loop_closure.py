@@ -28,19 +28,18 @@ are zero, as in the composite route (which moves them to the right-hand side), a
 torques gain the constraint forces through the subtree force IA zdot + pA.
 """
 
-from numba import njit
 
 from .articulated import marker_wrench
 from .constraints import constraint_row
 from .drives import MOTION
 from .linalg import chol_solve_n, env_chol_factor, env_chol_solve
-from .settings import KERNEL
+from .settings import kernel
 
 
-@njit(**KERNEL)
-def close_loops(S, W, q, u, udot, tree_ok):
-    """Apply the kept loop rows to the tree's solution in udot (tree_ok: the recursion
-    succeeded; the rows are evaluated either way, so that outputs show this state's residuals).
+@kernel
+def close_loops(S, W, q, u, udot, ok):
+    """Apply the kept loop rows to the tree's solution in udot (ok: the recursion succeeded;
+    the rows are evaluated either way, so that outputs show this state's residuals).
     Fills W.c_g, W.c_gam, W.c_dir, W.c_lam (0 for dropped rows) and corrects W.ab_zd and
     W.tau_drive. Returns False when the recursion failed or G M^-1 G^T is not positive definite
     (a singular pose)."""
@@ -55,7 +54,7 @@ def close_loops(S, W, q, u, udot, tree_ok):
         fw = W.c_fw[r]
         marker_wrench(S, W, S.cr_a[r], q, u, fw[0:3], fw[3:6], 1.0, wa, r)
         marker_wrench(S, W, S.cr_b[r], q, u, fw[6:9], fw[9:12], 1.0, wb, r)
-    if not tree_ok:
+    if not ok:
         return False
     act, nbr_ptr, nbr, env = S.cr_act, S.cr_nbr_ptr, S.cr_nbr, S.cr_env
     na = act.shape[0]
@@ -84,7 +83,7 @@ def close_loops(S, W, q, u, udot, tree_ok):
     return True
 
 
-@njit(**KERNEL)
+@kernel
 def _row_rate(S, r, wa, wb, Z, topon, stamp):
     """w_a . Z[a] + w_b . Z[b] for row r (bodies a, b of its markers; the ground contributes
     nothing). stamp >= 0: Z holds a unit solve that moved only the subtrees whose top is
@@ -101,7 +100,7 @@ def _row_rate(S, r, wa, wb, Z, topon, stamp):
     return acc
 
 
-@njit(**KERNEL)
+@kernel
 def _unit_solve(S, W, r, stamp):
     """W.ab_zT = the extended accelerations caused by the unit force -w of row r (column r of
     J M^-1 G^T), on the subtrees below the tops of its bodies, which get topon = stamp."""
@@ -140,7 +139,7 @@ def _unit_solve(S, W, r, stamp):
             _sweep_down(S, W, c, on[c] == stamp)
 
 
-@njit(**KERNEL)
+@kernel
 def _sweep_up(S, W, b):
     """Leaves-to-root step of a unit solve at body b: ab_DuT[b] = D^-1 (-H^T pT_b) over the free
     columns, and the parent's pT += P^T (pT_b + U DuT_b) (no velocity products: c = 0)."""
@@ -173,7 +172,7 @@ def _sweep_up(S, W, b):
         pT[p, j] += acc
 
 
-@njit(**KERNEL)
+@kernel
 def _sweep_down(S, W, b, on_path):
     """Root-to-leaves step of a unit solve at body b: free-column accelerations ab_yT[b] =
     DuT_b (on the forces' paths, else 0) - K P zT_parent, and ab_zT[b]."""
@@ -199,7 +198,7 @@ def _sweep_down(S, W, b, on_path):
         zT[b, 6 + ia - nj] = yT[b, ia]
 
 
-@njit(**KERNEL)
+@kernel
 def _apply_multipliers(S, W, udot):
     """udot -= M^-1 G^T lambda by one pair of sweeps over the whole tree with the force
     sum_r lambda_r w_r; the same into ab_zd, and the motion drives' torques gain

@@ -12,7 +12,7 @@ crank-rocker; integrating i with the mechanism keeps the back-EMF coupling insid
 from flexmbs_fmu import motor_law
 from numba import njit
 
-from .settings import KERNEL
+from .settings import KERNEL, kernel
 
 # compiled without a cache of their own: the kernels that call them carry their code in theirs
 # (a cache is found by the file's place in flexmbs, and the law lives in flexmbs_fmu)
@@ -21,13 +21,13 @@ armature_rate = njit(**_LAW)(motor_law.armature_rate)
 load_torque = njit(**_LAW)(motor_law.load_torque)
 
 
-@njit(**KERNEL)
+@kernel
 def motor_torque(S, c, u, cur):
     """Torque [N m] the motor of velocity coordinate c applies at rates u and currents cur [A]."""
     return load_torque(cur[S.mot_i[c]], u[c], S.mot_kt[c], S.mot_b[c], S.mot_ratio[c], S.mot_eff[c])
 
 
-@njit(**KERNEL)
+@kernel
 def current_rates(S, u, cur, inputs, di):
     """di[k] = d(current k)/dt [A/s] at rates u, currents cur and the voltage inputs."""
     for k in range(S.mot_c.shape[0]):

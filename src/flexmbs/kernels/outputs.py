@@ -9,10 +9,10 @@ from .energy import energies
 from .kinematics import marker_world
 from .linalg import copy1
 from .motor import motor_torque
-from .settings import JIT, KERNEL
+from .settings import JIT, kernel
 
 
-@njit(**KERNEL)
+@kernel
 def drive_torques(S, W, t, q, u, inputs, tau):
     """Torque [N m] (force [N]) each drive applies on its coordinate; NaN where no drive."""
     for c in range(S.nv):

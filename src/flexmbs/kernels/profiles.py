@@ -6,9 +6,8 @@ PROFILES; tables are cubic-spline coefficient rows (t_k, c0..c3 for t in [t_k, t
 """
 
 import numpy as np
-from numba import njit
 
-from .settings import KERNEL
+from .settings import kernel
 
 CONSTANT, RAMP, SINE, TABLE, SPIN_UP, INPUT, CYCLOIDAL = 0, 1, 2, 3, 4, 5, 6
 CODE_OF = {"constant": CONSTANT, "ramp": RAMP, "sine": SINE, "table": TABLE, "spin_up": SPIN_UP, "input": INPUT,
@@ -16,21 +15,21 @@ CODE_OF = {"constant": CONSTANT, "ramp": RAMP, "sine": SINE, "table": TABLE, "sp
 NPAR = 6
 
 
-@njit(**KERNEL)
+@kernel
 def _quintic(s):
     """Smooth step 10s^3 - 15s^4 + 6s^5 on [0, 1] and its first two derivatives."""
     s2 = s * s
     return s2 * s * (10.0 - 15.0 * s + 6.0 * s2), 30.0 * s2 * (1.0 - 2.0 * s + s2), 60.0 * s * (1.0 - 3.0 * s + 2.0 * s2)
 
 
-@njit(**KERNEL)
+@kernel
 def _cycloid(s):
     """Cycloidal step s - sin(2 pi s)/(2 pi) on [0, 1] and its first two derivatives."""
     w = 2.0 * np.pi
     return s - np.sin(w * s) / w, 1.0 - np.cos(w * s), w * np.sin(w * s)
 
 
-@njit(**KERNEL)
+@kernel
 def _segment(tab_t, ntab, t):
     """The spline segment k with tab_t[k] < t <= tab_t[k + 1], for tab_t[0] < t < tab_t[ntab - 1]
     (what searchsorted(tab_t[:ntab], t) - 1 gives, by bisection: numba's searchsorted of a scalar
@@ -45,7 +44,7 @@ def _segment(tab_t, ntab, t):
     return lo
 
 
-@njit(**KERNEL)
+@kernel
 def evaluate(code, par, tab_t, tab_c, ntab, inputs, t):
     """Return (q, qd, qdd) of one profile at time t [s]."""
     if code == CONSTANT:

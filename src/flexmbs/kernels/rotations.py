@@ -2,12 +2,11 @@
 Quaternions are [w, x, y, z], unit norm."""
 
 import numpy as np
-from numba import njit
 
-from .settings import KERNEL
+from .settings import kernel
 
 
-@njit(**KERNEL)
+@kernel
 def cross(a, b, out):
     """out = a x b (out must not alias a or b)."""
     out[0] = a[1] * b[2] - a[2] * b[1]
@@ -15,7 +14,7 @@ def cross(a, b, out):
     out[2] = a[0] * b[1] - a[1] * b[0]
 
 
-@njit(**KERNEL)
+@kernel
 def cross_add(a, b, out, alpha):
     """out += alpha a x b."""
     out[0] += alpha * (a[1] * b[2] - a[2] * b[1])
@@ -23,7 +22,7 @@ def cross_add(a, b, out, alpha):
     out[2] += alpha * (a[0] * b[1] - a[1] * b[0])
 
 
-@njit(**KERNEL)
+@kernel
 def _rodrigues(x, y, z, c1, c2, out):
     """out = I + c1 skew(k) + c2 skew(k)^2 for k = (x, y, z)."""
     out[0, 0] = 1.0 - c2 * (y * y + z * z)
@@ -37,13 +36,13 @@ def _rodrigues(x, y, z, c1, c2, out):
     out[2, 1] = c1 * x + c2 * y * z
 
 
-@njit(**KERNEL)
+@kernel
 def rot_axis(x, y, z, angle, out):
     """out = rotation by `angle` [rad] about the unit vector (x, y, z)."""
     _rodrigues(x, y, z, np.sin(angle), 1.0 - np.cos(angle), out)
 
 
-@njit(**KERNEL)
+@kernel
 def quat_to_matrix(q, k, out):
     """out = rotation matrix of the unit quaternion q[k:k + 4] = [w, x, y, z]."""
     w, x, y, z = q[k], q[k + 1], q[k + 2], q[k + 3]
@@ -58,7 +57,7 @@ def quat_to_matrix(q, k, out):
     out[2, 2] = 1 - 2 * (x * x + y * y)
 
 
-@njit(**KERNEL)
+@kernel
 def quat_rate(q, k, w, kw, out):
     """out[k:k + 4] = d/dt q[k:k + 4] = 1/2 q (x) [0, w] for the body-frame angular velocity
     w[kw:kw + 3] [rad/s] (offsets instead of views)."""
@@ -70,7 +69,7 @@ def quat_rate(q, k, w, kw, out):
     out[k + 3] = 0.5 * (q0 * w2 + q1 * w1 - q2 * w0)
 
 
-@njit(**KERNEL)
+@kernel
 def _dexp_coeffs(th):
     """a = (1 - cos th)/th^2, b = (th - sin th)/th^3, with series near zero."""
     if th < 1e-3:
@@ -79,7 +78,7 @@ def _dexp_coeffs(th):
     return (1.0 - np.cos(th)) / (th * th), (th - np.sin(th)) / (th * th * th)
 
 
-@njit(**KERNEL)
+@kernel
 def _dexp_coeff_rates(th):
     """a'(th)/th and b'(th)/th, with series near zero."""
     if th < 1e-2:
@@ -90,7 +89,7 @@ def _dexp_coeff_rates(th):
     return (th * s - 2.0 * (1.0 - c)) / th ** 4, (th * (1.0 - c) - 3.0 * (th - s)) / th ** 5
 
 
-@njit(**KERNEL)
+@kernel
 def expmap(psi, out):
     """out = exp(skew(psi)): rotation by the rotation vector psi [rad]."""
     th = np.sqrt(psi[0] ** 2 + psi[1] ** 2 + psi[2] ** 2)
@@ -98,7 +97,7 @@ def expmap(psi, out):
     _rodrigues(psi[0], psi[1], psi[2], 1.0 - th * th * b, a, out)
 
 
-@njit(**KERNEL)
+@kernel
 def dexp(psi, out):
     """out = T(psi), with d/dt exp(skew psi) exp(skew psi)^T = skew(T(psi) psi_dot)."""
     th = np.sqrt(psi[0] ** 2 + psi[1] ** 2 + psi[2] ** 2)
@@ -106,7 +105,7 @@ def dexp(psi, out):
     _rodrigues(psi[0], psi[1], psi[2], a, b, out)
 
 
-@njit(**KERNEL)
+@kernel
 def dexp_bias(psi, psid, out):
     """out = d/dt(T(psi)) psid: the velocity-product part of the angular acceleration."""
     th = np.sqrt(psi[0] ** 2 + psi[1] ** 2 + psi[2] ** 2)

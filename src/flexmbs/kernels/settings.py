@@ -7,10 +7,35 @@ call. KERNEL: everything else, compiled without the runtime: reading an array fi
 then costs no reference count. With the runtime every such read took an atomic increment and
 decrement, 33 % of the double pendulum's right-hand side (perf, issue 11).
 
+KERNEL functions are decorated with `kernel` (numba's njit with these options and calls typed
+on plain types, so that a constant argument compiles no specialisation of its own).
+
 The rule: KERNEL functions must not allocate (the workspace holds all scratch) and must not
 call JIT functions, i.e. kernels never call entry points (numba would compile those without the
 runtime too, and a call from Python would then keep a reference on the boxes).
 """
 
+from numba import types
+from numba.core.registry import CPUDispatcher
+
 JIT = dict(cache=True, nogil=True, fastmath=False)
 KERNEL = dict(JIT, _nrt=False)
+
+
+class _Kernel(CPUDispatcher):
+    """The dispatcher of a KERNEL function (`kernel`): it types a call on the arguments' plain
+    types. numba types a constant argument (a row index, a flag) as a literal and would compile
+    one specialisation per value, each holding the object code of all it calls (issue 25: 17
+    of one three-line kernel, 12 of another, for one model)."""
+
+    def get_call_template(self, args, kws):
+        return super().get_call_template(tuple(types.unliteral(a) for a in args),
+                                         {k: types.unliteral(v) for k, v in kws.items()})
+
+
+def kernel(fn):
+    """njit(**KERNEL) with calls typed on plain types (_Kernel)."""
+    options = {k: v for k, v in KERNEL.items() if k != "cache"}
+    dispatcher = _Kernel(py_func=fn, locals={}, targetoptions={**options, "nopython": True})
+    dispatcher.enable_caching()
+    return dispatcher

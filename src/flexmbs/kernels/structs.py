@@ -266,7 +266,15 @@ def _workspace_fields(S) -> dict:
 
 
 class FieldsType(types.StructRef):
-    """A numba struct passed by reference whose fields mirror a namedtuple of arrays."""
+    """A numba struct passed by reference whose fields mirror a namedtuple of arrays. A System's
+    box also carries its forward-dynamics route in its type (`route`: ROUTES), so that numba
+    compiles the kernels of that route only (kernels/dynamics.py dispatches on it)."""
+
+    def __init__(self, fields, route: str = "") -> None:
+        super().__init__(fields)
+        self.route = route
+        if route:
+            self.name = f"{self.name}[{route}]"   # the type's identity (numba interns types by name)
 
     def preprocess_fields(self, fields):
         return tuple((name, types.unliteral(typ)) for name, typ in fields)
@@ -323,8 +331,18 @@ def _fill(typingctx, st, tup):
     return types.none(st, tup), codegen
 
 
-def _struct_of(prototype: tuple) -> FieldsType:
-    return FieldsType(list(zip(type(prototype)._fields, typeof(prototype).types)))
+def _struct_of(prototype: tuple, route: str = "") -> FieldsType:
+    return FieldsType(list(zip(type(prototype)._fields, typeof(prototype).types)), route)
+
+
+# The forward-dynamics routes: the articulated-body recursion or the composite mass matrix, on
+# a tree or with closed loops (loop-closing rows). Each compiles only its own kernels.
+ROUTES = ("recursive tree", "recursive loops", "composite tree", "composite loops")
+
+
+def route_of(arrays: SystemArrays) -> str:
+    """The route (ROUTES) of System arrays: S.recursive and whether there are loop rows."""
+    return f"{'recursive' if arrays.recursive else 'composite'} {'loops' if arrays.cr_a.shape[0] else 'tree'}"
 
 
 def _prototype_system() -> tuple:
@@ -361,13 +379,13 @@ def make_workspace(S) -> tuple:
     return Workspace(**_workspace_fields(S))
 
 
-SYSTEM_STRUCT = _struct_of(_SYSTEM)
+SYSTEM_STRUCTS = {route: _struct_of(_SYSTEM, route) for route in ROUTES}
 WORK_STRUCT = _struct_of(make_workspace(_SYSTEM))
 
 
 @njit(**JIT)
-def _box_system(t):
-    b = structref.new(SYSTEM_STRUCT)
+def _box_system(t, struct):
+    b = structref.new(struct)
     _fill(b, t)
     return b
 
@@ -381,4 +399,4 @@ def _box_work(t):
 
 def box(t: tuple) -> Fields:
     """Put a SystemArrays or a Workspace into a struct for the kernels."""
-    return _box_system(t) if isinstance(t, SystemArrays) else _box_work(t)
+    return _box_system(t, SYSTEM_STRUCTS[route_of(t)]) if isinstance(t, SystemArrays) else _box_work(t)

@@ -18,9 +18,9 @@ import numpy as np
 
 from .. import arguments as args
 from ..compile import compile_model
-from ..kernels.dynamics import rhs
 from ..model import JOINTS
 from ..model.elements import Drive, Model, Profile
+from ..solvers.common import OK, f_eval
 from ..system import System, model_argument
 from .coordinates import Coordinates
 
@@ -105,8 +105,7 @@ class Evaluator:
     def __call__(self, dz: np.ndarray, inputs: np.ndarray) -> np.ndarray:
         c = self.coords
         x = c.state(self.x_ref, dz)
-        ok = rhs(self.S_arg, self.W_arg, self.t, x, inputs, self.xd)
-        if not ok:
+        if f_eval(self.S_arg, self.W_arg, self.t, x, inputs, self.xd) != OK:
             raise RuntimeError("the mass matrix is singular or indefinite at the linearization point")
         zd = c.rates(self.W, self.xd, dz)
         y = np.array([c.output(n, self.W, self.xd, self.x_ref) for n in self.outputs])

@@ -48,7 +48,7 @@ def check_state(S, x):
 
 @njit(**JIT)
 def f_eval(S, W, t, x, inputs, out):
-    """rhs with the status as an int."""
+    """The right-hand side (kernels/dynamics.rhs, inlined here) with the status as an int."""
     return OK if rhs(S, W, t, x, inputs, out) else SINGULAR
 
 
