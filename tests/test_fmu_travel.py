@@ -163,6 +163,14 @@ def c_host(work) -> Path:
     return exe
 
 
+def _stack(python: Path) -> tuple[str, str]:
+    """(numpy, scipy) versions of an interpreter's environment."""
+    run = subprocess.run([str(python), "-c", "import numpy, scipy; print(numpy.__version__, scipy.__version__)"],
+                         capture_output=True, text=True, check=True)
+    numpy_version, scipy_version = run.stdout.split()
+    return numpy_version, scipy_version
+
+
 def _python_host(python: Path, fmu: str, env: dict) -> dict:
     run = subprocess.run([str(python), "-c", HOST, fmu], capture_output=True, text=True, env=env, timeout=1500)
     assert run.returncode == 0, run.stderr[-3000:]
@@ -224,7 +232,12 @@ def test_a_received_fmu_in_another_python_compiles_after_saying_so(plant, other_
     got = _python_host(other_venv, plant["path"], _env(home))
     notice = [m for m in got["messages"] if "compiling the numba kernels" in m]
     assert notice and "s of CPU" in notice[0], got["messages"]
-    assert np.max(np.abs(np.array(got["rows"]) - plant["reference"])) <= 1e-12
+    # 1e-12 where the receiver's numpy and scipy are the builder's; the lowest-bounds job's
+    # builder has older ones than the other Python can install, whose LAPACK gives the flexible
+    # body's modes other last bits (2e-12 after 0.1 s measured there)
+    same = _stack(Path(sys.executable)) == _stack(other_venv)
+    tol = 1e-12 if same else 1e-10
+    assert np.max(np.abs(np.array(got["rows"]) - plant["reference"])) <= tol
     assert _compiles(home / "compiles.jsonl")
 
 
