@@ -12,9 +12,14 @@ without the load's acceleration, which would be an algebraic loop through the me
 inertia belongs to the mechanism: add J_reflected (a calculated parameter of this FMU) to the
 driven joint's rotor_inertia in the plant, as the servo system's SSP does.
 
-With V and w_load held over a step the armature equation is linear with constant coefficients,
-and the current is integrated exactly: any communication step gives the exact held-input
-response.
+With V and w_load held over a step, or changing at the constant rates a master gives with
+fmi2SetRealInputDerivatives, the armature equation is linear with a polynomial forcing, and the
+current is integrated exactly: any communication step gives the exact response to those inputs.
+
+Derivatives (FMI 2.0): tau_load, w_motor and back_emf depend on w_load at the same instant
+(d tau_load / d w_load = -ratio^2 b_motor times the gear's factor); the current does not. The
+outputs' time derivatives follow from the armature equation, di/dt = (V - R i - k_t w_m) / L,
+and the rate of w_load.
 """
 
 from __future__ import annotations
@@ -29,11 +34,28 @@ def current_after(i: float, h: float, voltage: float, w_motor: float, R: float, 
     return i_ss + (i - i_ss) * math.exp(-R / L * h)
 
 
+def current_after_ramp(i: float, h: float, voltage: float, voltage_rate: float, w_motor: float, w_motor_rate: float,
+                      R: float, L: float, k_t: float) -> float:
+    """Armature current [A] after h [s] from i [A] with voltage [V] and motor speed [rad/s]
+    changing at constant rates [V/s], [rad/s2]: the exact solution of
+    L di/dt = V + V' s - R i - k_t (w + w' s), i(h) = i e^(-a h) + c0 (1 - e^(-a h)) / a
+    + c1 (a h - (1 - e^(-a h))) / a^2 with a = R / L, c0 = (V - k_t w) / L, c1 = (V' - k_t w') / L."""
+    a = R / L
+    decay = -math.expm1(-a * h)      # 1 - e^(-a h) without cancellation
+    c0, c1 = (voltage - k_t * w_motor) / L, (voltage_rate - k_t * w_motor_rate) / L
+    return i * (1.0 - decay) + c0 * decay / a + c1 * (a * h - decay) / a ** 2
+
+
+def gear_factor(tau_m: float, w_m: float, efficiency: float) -> float:
+    """The gear's loss factor: efficiency while the motor drives (tau_m w_m >= 0), else 1 / efficiency."""
+    return efficiency if tau_m * w_m >= 0.0 else 1.0 / efficiency
+
+
 def load_torque(i: float, w_load: float, k_t: float, b_motor: float, ratio: float, efficiency: float) -> float:
     """Torque on the load [N m] from current i [A] at load speed w_load [rad/s]."""
     w_m = ratio * w_load
     tau_m = k_t * i - b_motor * w_m
-    return ratio * tau_m * (efficiency if tau_m * w_m >= 0.0 else 1.0 / efficiency)
+    return ratio * tau_m * gear_factor(tau_m, w_m, efficiency)
 
 
 class DCMotor(Component):
@@ -63,8 +85,33 @@ class DCMotor(Component):
         self.x = {"i": float(self.values["i0"])}
 
     def advance(self, t: float, h: float) -> None:
-        p = self.values
+        p, r = self.values, self.rates
+        if r:
+            self.x["i"] = current_after_ramp(self.x["i"], h, p["voltage"], r.get("voltage", 0.0), p["ratio"] * p["w_load"],
+                                             p["ratio"] * r.get("w_load", 0.0), p["R"], p["L"], p["k_t"])
+            return
         self.x["i"] = current_after(self.x["i"], h, p["voltage"], p["ratio"] * p["w_load"], p["R"], p["L"], p["k_t"])
+
+    def _factor(self) -> float:
+        p = self.values
+        w_m = p["ratio"] * p["w_load"]
+        return gear_factor(p["k_t"] * self.x.get("i", p["i0"]) - p["b_motor"] * w_m, w_m, p["efficiency"])
+
+    def feedthrough(self, output: str, input_: str) -> float:
+        p = self.values
+        if input_ != "w_load":
+            return 0.0
+        return {"tau_load": -p["ratio"] ** 2 * p["b_motor"] * self._factor(), "w_motor": p["ratio"],
+                "back_emf": p["k_t"] * p["ratio"]}.get(output, 0.0)
+
+    def rate(self, output: str) -> float:
+        p = self.values
+        i = self.x.get("i", p["i0"])
+        w_rate = self.rates.get("w_load", 0.0)
+        di = (p["voltage"] - p["R"] * i - p["k_t"] * p["ratio"] * p["w_load"]) / p["L"]
+        if output == "tau_load":
+            return p["ratio"] * self._factor() * (p["k_t"] * di - p["b_motor"] * p["ratio"] * w_rate)
+        return {"current": di, "w_motor": p["ratio"] * w_rate, "back_emf": p["k_t"] * p["ratio"] * w_rate}[output]
 
     def output(self, name: str) -> float:
         p = self.values
