@@ -1801,9 +1801,15 @@ EXPORT fmi2Status fmi2DeSerializeFMUstate(fmi2Component c, const fmi2Byte bytes[
 #define MASK_DIRECTIONAL MASK_GET
 #define MASK_OUTPUT_DERIVATIVES (STEP_COMPLETE | STEP_FAILED | TERMINATED | ERROR_STATE)
 
-/* Every value is a finite number and every order is 1 (`orders` may be NULL); 0, logged, if not. */
-static int reals_ok(Instance *in, const char *call, const fmi2Real v[], const fmi2Integer orders[], size_t n)
+/* Every value is a finite number (`v` may be NULL) and, when `with_orders`, there is an order
+   array and every order is 1; 0, logged, if not. */
+static int reals_ok(Instance *in, const char *call, const fmi2Real v[], int with_orders, const fmi2Integer orders[],
+                    size_t n)
 {
+    if (with_orders && n && !orders) {
+        logf_(in, fmi2Error, "%s: %zu value references but a NULL order array; refused", call, n);
+        return 0;
+    }
     for (size_t i = 0; i < n; i++) {
         if (orders && orders[i] != 1) {
             logf_(in, fmi2Error, "%s: derivative order %d at position %zu; this FMU gives and takes first derivatives "
@@ -1864,7 +1870,7 @@ EXPORT fmi2Status fmi2GetDirectionalDerivative(fmi2Component c, const fmi2ValueR
 {
     ENTER("fmi2GetDirectionalDerivative", MASK_DIRECTIONAL)
     if (!refs_ok(in, in->call, vUnknown_ref, nUnknown, dvUnknown, 'R') ||
-        !refs_ok(in, in->call, vKnown_ref, nKnown, dvKnown, 'R') || !reals_ok(in, in->call, dvKnown, NULL, nKnown))
+        !refs_ok(in, in->call, vKnown_ref, nKnown, dvKnown, 'R') || !reals_ok(in, in->call, dvKnown, 0, NULL, nKnown))
         return fmi2Error;
     if (nUnknown == 0) return fmi2OK;
     GIL_ENTER
@@ -1887,12 +1893,7 @@ EXPORT fmi2Status fmi2SetRealInputDerivatives(fmi2Component c, const fmi2ValueRe
                                               const fmi2Integer order[], const fmi2Real value[])
 {
     ENTER("fmi2SetRealInputDerivatives", MASK_SET)
-    if (!refs_ok(in, in->call, vr, nvr, value, 'R')) return fmi2Error;
-    if (nvr && !order) {
-        logf_(in, fmi2Error, "%s: %zu value references but a NULL order array; refused", in->call, nvr);
-        return fmi2Error;
-    }
-    if (!reals_ok(in, in->call, value, order, nvr)) return fmi2Error;
+    if (!refs_ok(in, in->call, vr, nvr, value, 'R') || !reals_ok(in, in->call, value, 1, order, nvr)) return fmi2Error;
     if (nvr == 0) return fmi2OK;
     GIL_ENTER
     PyObject *refs = vr_list(vr, nvr), *vals = real_list(value, nvr);
@@ -1913,12 +1914,7 @@ EXPORT fmi2Status fmi2GetRealOutputDerivatives(fmi2Component c, const fmi2ValueR
                                                const fmi2Integer order[], fmi2Real value[])
 {
     ENTER("fmi2GetRealOutputDerivatives", MASK_OUTPUT_DERIVATIVES)
-    if (!refs_ok(in, in->call, vr, nvr, value, 'R')) return fmi2Error;
-    if (nvr && !order) {
-        logf_(in, fmi2Error, "%s: %zu value references but a NULL order array; refused", in->call, nvr);
-        return fmi2Error;
-    }
-    if (!reals_ok(in, in->call, NULL, order, nvr)) return fmi2Error;
+    if (!refs_ok(in, in->call, vr, nvr, value, 'R') || !reals_ok(in, in->call, NULL, 1, order, nvr)) return fmi2Error;
     if (nvr == 0) return fmi2OK;
     GIL_ENTER
     PyObject *refs = vr_list(vr, nvr), *none = py.ListNew(0);
