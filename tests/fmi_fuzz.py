@@ -32,6 +32,7 @@ TIME_LIMIT = 1e8          # flexmbs_fmu.base.TIME_LIMIT (this module runs withou
 SET = {"instantiated", "init", "complete"}
 GET = {"init", "complete", "failed", "terminated"}
 STATUS = {"complete", "failed", "terminated"}
+DERIVATIVES = {"complete", "failed", "terminated"}     # fmi2GetRealOutputDerivatives
 
 # What each FMU under test offers the fuzzer: a Real input, a parameter that is fixed after
 # initialisation with good and bad values, outputs, and the steps its budget refuses.
@@ -83,6 +84,10 @@ def _bind(lib: C.CDLL) -> None:
         "fmi2DeSerializeFMUstate": (i, [vp, C.c_char_p, sz, C.POINTER(vp)]),
         "fmi2GetRealStatus": (i, [vp, i, C.POINTER(d)]),
         "fmi2SetDebugLogging": (i, [vp, i, sz, C.POINTER(C.c_char_p)]),
+        "fmi2GetDirectionalDerivative": (i, [vp, C.POINTER(C.c_uint), sz, C.POINTER(C.c_uint), sz, C.POINTER(d),
+                                             C.POINTER(d)]),
+        "fmi2SetRealInputDerivatives": (i, [vp, C.POINTER(C.c_uint), sz, C.POINTER(C.c_int), C.POINTER(d)]),
+        "fmi2GetRealOutputDerivatives": (i, [vp, C.POINTER(C.c_uint), sz, C.POINTER(C.c_int), C.POINTER(d)]),
     }
     for name, (res, args) in sig.items():
         f = getattr(lib, name)
@@ -192,6 +197,37 @@ class Fuzzer:
             if status.value != m.t:
                 raise FuzzFailure(f"last successful time {status.value} s, expected {m.t} s")
 
+    def directional(self, c, m: Model, rng: random.Random) -> None:
+        """Outputs with respect to the input, with a good seed, a NaN seed, or an output as the known."""
+        how = rng.choice(["good", "good", "nan", "known output"])
+        known = self.vr_out[0] if how == "known output" else self.vr_in
+        seed = math.nan if how == "nan" else rng.choice([1.0, -0.5, 0.0])
+        out = (C.c_double * len(self.vr_out))()
+        got = self.lib.fmi2GetDirectionalDerivative(c, (C.c_uint * len(self.vr_out))(*self.vr_out), len(self.vr_out),
+                                                    (C.c_uint * 1)(known), 1, (C.c_double * 1)(seed), out)
+        self.expect(f"getDirectionalDerivative({how})", got, OK if m.state in GET and how == "good" else ERROR)
+        if got == OK and not all(math.isfinite(v) for v in out):
+            raise FuzzFailure(f"getDirectionalDerivative gave {list(out)}")
+
+    def input_rate(self, c, m: Model, rng: random.Random) -> None:
+        """The input's rate: order 1 taken; order 2, a NaN rate or an output refused."""
+        how = rng.choice(["good", "good", "order 2", "nan", "output"])
+        vr = self.vr_out[0] if how == "output" else self.vr_in
+        got = self.lib.fmi2SetRealInputDerivatives(c, (C.c_uint * 1)(vr), 1, (C.c_int * 1)(2 if how == "order 2" else 1),
+                                                   (C.c_double * 1)(math.nan if how == "nan" else rng.choice([0.5, -2.0])))
+        self.expect(f"setRealInputDerivatives({how})", got, OK if m.state in SET and how == "good" else ERROR)
+
+    def output_rates(self, c, m: Model, rng: random.Random) -> None:
+        """The outputs' first derivatives (order 2 refused)."""
+        order = rng.choice([1, 1, 1, 2])
+        out = (C.c_double * len(self.vr_out))()
+        got = self.lib.fmi2GetRealOutputDerivatives(c, (C.c_uint * len(self.vr_out))(*self.vr_out), len(self.vr_out),
+                                                    (C.c_int * len(self.vr_out))(*[order] * len(self.vr_out)), out)
+        self.expect(f"getRealOutputDerivatives(order {order})", got,
+                    OK if m.state in DERIVATIVES and order == 1 else ERROR)
+        if got == OK and not all(math.isfinite(v) for v in out):
+            raise FuzzFailure(f"getRealOutputDerivatives gave {list(out)}")
+
     def terminate(self, c, m: Model, rng: random.Random) -> None:
         ok = m.state in ("complete", "failed")
         self.expect("terminate", self.lib.fmi2Terminate(c), OK if ok else ERROR)
@@ -286,7 +322,8 @@ class Fuzzer:
         self.messages.clear()
         m, pool = Model(), Pool()
         plain = [self.setup, self.enter, self.exit, self.set_input, self.set_parameter, self.get, self.step,
-                 self.step, self.step, self.terminate, self.reset, self.cancel, self.logging]
+                 self.step, self.step, self.terminate, self.reset, self.cancel, self.logging, self.directional,
+                 self.input_rate, self.output_rates]
         stateful = [self.get_state, self.set_state, self.free_state, self.roundtrip]
         for _ in range(rng.randint(5, 40)):
             # a legal path to stepping is likely: initialise first most of the time

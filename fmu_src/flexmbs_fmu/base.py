@@ -218,6 +218,47 @@ class GuardedSlave(Fmi2Slave):
         then. The slave is unusable afterwards."""
         vars(self).clear()
 
+    # ---------------------------------------------------------------- derivatives (FMI 2.0)
+
+    # the FMU's variables in value-reference order; set by subclasses
+    fmi_variables: "list[Variable] | tuple[Variable, ...]" = ()
+
+    def variables_of(self, vrs: list[int], causality: str) -> list[Variable]:
+        """The variables of value references `vrs`; ValueError naming the first that is not of
+        `causality` (the front end has checked that each exists and is a Real)."""
+        out = [self.fmi_variables[vr] for vr in vrs]
+        for vr, v in zip(vrs, out):
+            if v.causality != causality:
+                raise ValueError(f"{v.name} (value reference {vr}) is a{'n' if v.causality[0] in 'aeiou' else ''} "
+                                 f"{v.causality}, not an {causality}; nothing was computed")
+        return out
+
+    def directional(self, unknowns: list[Variable], knowns: list[Variable], seed: list[float]) -> list[float]:
+        """(d unknowns / d knowns) seed: outputs with respect to inputs at the current instant."""
+        raise NotImplementedError
+
+    def input_rates(self, inputs: list[Variable], rates: list[float]) -> None:
+        """Keep the first derivatives of inputs for the next step (their values stay as set)."""
+        raise NotImplementedError
+
+    def output_rates(self, outputs: list[Variable]) -> list[float]:
+        """The first time derivatives of outputs at the current time."""
+        raise NotImplementedError
+
+    def fmi_directional(self, unknowns: list[int], known: list) -> list[float] | None:
+        """fmi2GetDirectionalDerivative: known = [input value references, seed]; None if refused (logged)."""
+        return self._guard("fmi2GetDirectionalDerivative", lambda: [float(v) for v in self.directional(
+            self.variables_of(unknowns, "output"), self.variables_of(known[0], "input"), known[1])])
+
+    def fmi_input_derivatives(self, vrs: list[int], rates: list[float]) -> None:
+        """fmi2SetRealInputDerivatives (first order; the front end checked the orders and values)."""
+        self._guard("fmi2SetRealInputDerivatives", lambda: self.input_rates(self.variables_of(vrs, "input"), rates))
+
+    def fmi_output_derivatives(self, vrs: list[int], _unused: list) -> list[float] | None:
+        """fmi2GetRealOutputDerivatives (first order); None if refused (logged)."""
+        return self._guard("fmi2GetRealOutputDerivatives",
+                           lambda: [float(v) for v in self.output_rates(self.variables_of(vrs, "output"))])
+
     # ---------------------------------------------------------------- guarded FMI entry points
 
     def _guard(self, what: str, fn: Callable[[], Any], fallback: Any = None) -> Any:

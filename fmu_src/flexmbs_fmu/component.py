@@ -4,8 +4,11 @@ any FMI machinery, and `ComponentSlave`, which serves any Component through pyth
 A Component declares its variables (inputs, parameters, calculated parameters, outputs) once, in
 value-reference order; values live in one dict by name, the dynamic state in `self.x` (a dict of
 floats), so saving, restoring and serialising are the same for every kind. Subclasses implement
-`start()` (state from the parameters at the end of initialisation), `advance(t, h)` (the inputs
-are held over the step) and `output(name)`.
+`start()` (state from the parameters at the end of initialisation), `advance(t, h)` (each input
+`value(name, s)` at s [s] into the step: held, or a ramp with the rate the master gave through
+fmi2SetRealInputDerivatives, for that step only) and `output(name)`; and for the FMI derivatives
+`feedthrough(output, input)` (d output / d input at an instant, nonzero only for the inputs the
+output declares in `depends`) and `rate(output)` (d output / dt at the current time).
 """
 
 from __future__ import annotations
@@ -47,6 +50,8 @@ class Component:
         self.initialized = False
         self.input_error: dict[str, str] = {}
         self.failure = ""     # why initialisation failed: no step until reset
+        # d input / dt [unit/s] by name, for the next step only (fmi2SetRealInputDerivatives)
+        self.rates: dict[str, float] = {}
 
     # ------------------------------------------------------------------ to implement
 
@@ -61,6 +66,19 @@ class Component:
     def output(self, name: str) -> float:
         """The value of an output or calculated parameter at the current time and state."""
         raise NotImplementedError
+
+    def feedthrough(self, output: str, input_: str) -> float:
+        """d output / d input at the current instant (direct feedthrough). None here."""
+        return 0.0
+
+    def rate(self, output: str) -> float:
+        """d output / dt [unit/s] at the current time, state, inputs and input rates. Held
+        outputs (0) here."""
+        return 0.0
+
+    def value(self, name: str, s: float = 0.0) -> float:
+        """Input `name` at s [s] into the next step: the value set plus s times its rate."""
+        return float(self.values[name]) + s * self.rates.get(name, 0.0)
 
     def check(self) -> None:
         """Raise ValueError if the parameters do not fit together (checked at initialisation)."""
@@ -149,6 +167,7 @@ class Component:
         self.pull_inputs()
         self.advance(self.t, h)
         self.t = t + h
+        self.rates = {}
         self.flags[0] = 0
 
     def save(self) -> dict:
@@ -182,6 +201,7 @@ class Component:
         self.t = float(data["t"])
         self.initialized = bool(data["initialized"])
         self.input_error = dict(data["input_error"])
+        self.rates = {}
         self.flags[:] = 0, len(self.input_error)
         self.failure = data["failure"]
 
@@ -212,6 +232,7 @@ class ComponentSlave(GuardedSlave):
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         self.block = self.runner = self.component()
+        self.fmi_variables = self.component.VARIABLES
         if self.interface_digest and component_digest(self.component) != self.interface_digest:
             raise RuntimeError(f"the {self.component.NAME} block in this process has another interface than "
                                "the one this FMU was built with; rebuild the FMU")
@@ -233,6 +254,17 @@ class ComponentSlave(GuardedSlave):
 
     def fmi_refresh(self, level: int) -> bool:
         return bool(self._guard("computing the outputs", lambda: self.block.refresh() or True, False))
+
+    def directional(self, unknowns: list[Variable], knowns: list[Variable], seed: list[float]) -> list[float]:
+        self.block.pull_inputs()
+        return [sum(self.block.feedthrough(z.name, u.name) * dv for u, dv in zip(knowns, seed)) for z in unknowns]
+
+    def input_rates(self, inputs: list[Variable], rates: list[float]) -> None:
+        self.block.rates.update({v.name: float(r) for v, r in zip(inputs, rates)})
+
+    def output_rates(self, outputs: list[Variable]) -> list[float]:
+        self.block.pull_inputs()
+        return [self.block.rate(v.name) for v in outputs]
 
     def _value_getter(self, name: str):
         return lambda: self.block.get(name)

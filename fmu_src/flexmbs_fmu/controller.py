@@ -13,7 +13,8 @@ master set at that point, so u_k appears at the next communication point: the ou
 depends on the inputs of the same instant (no direct feedthrough, no algebraic loop), at the
 price of a delay of one communication step, which vanishes as the step shrinks. Use a
 communication step that divides the sample time; with a longer step every sample inside it
-sees the same held inputs.
+sees the same held inputs, or, when the master gave input rates (fmi2SetRealInputDerivatives),
+the inputs extrapolated to each sample instant. The outputs are held: their time derivatives are 0.
 """
 
 from __future__ import annotations
@@ -80,7 +81,9 @@ class PIDController(Component):
         T = p["sample_time"]
         # sample instants in [t, t + h), with a tolerance for accumulated rounding of t
         while x["t0"] + x["k"] * T < t + h - 1e-9 * T:
-            e, ed = p["q_ref"] - p["q"], p["qd_ref"] - p["qd"]
+            s = x["t0"] + x["k"] * T - t     # into the step [s]
+            e = self.value("q_ref", s) - self.value("q", s)
+            ed = self.value("qd_ref", s) - self.value("qd", s)
             x["voltage"], x["integral"] = pid_sample(e, ed, x["integral"], p["kp"], p["ki"], p["kd"], T,
                                                      p["u_min"], p["u_max"], p["anti_windup"], p["t_track"])
             x["error"] = e

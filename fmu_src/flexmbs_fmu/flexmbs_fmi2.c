@@ -1795,35 +1795,132 @@ EXPORT fmi2Status fmi2DeSerializeFMUstate(fmi2Component c, const fmi2Byte bytes[
     return ok ? fmi2OK : fmi2Error;
 }
 
-EXPORT fmi2Status fmi2GetDirectionalDerivative(fmi2Component c, const fmi2ValueReference u[], size_t nu,
-                                               const fmi2ValueReference z[], size_t nz, const fmi2Real dv[],
-                                               fmi2Real dz[])
+/* ------------------------------------------------------------------ derivatives */
+
+/* Derivatives are asked for after initialisation has begun (the FMI 2.0 co-simulation state table). */
+#define MASK_DIRECTIONAL MASK_GET
+#define MASK_OUTPUT_DERIVATIVES (STEP_COMPLETE | STEP_FAILED | TERMINATED | ERROR_STATE)
+
+/* Every value is a finite number (`v` may be NULL) and, when `with_orders`, there is an order
+   array and every order is 1; 0, logged, if not. */
+static int reals_ok(Instance *in, const char *call, const fmi2Real v[], int with_orders, const fmi2Integer orders[],
+                    size_t n)
 {
-    (void)u, (void)nu, (void)z, (void)nz, (void)dv, (void)dz;
-    Instance *in = c;
-    if (in) logf_(in, fmi2Error, "fmi2GetDirectionalDerivative is not supported by this FMU "
-                  "(providesDirectionalDerivative is false)");
-    return fmi2Error;
+    if (with_orders && n && !orders) {
+        logf_(in, fmi2Error, "%s: %zu value references but a NULL order array; refused", call, n);
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (orders && orders[i] != 1) {
+            logf_(in, fmi2Error, "%s: derivative order %d at position %zu; this FMU gives and takes first derivatives "
+                  "only (maxOutputDerivativeOrder 1); nothing was done", call, (int)orders[i], i);
+            return 0;
+        }
+        if (v && !isfinite(v[i])) {
+            logf_(in, fmi2Error, "%s: value %g at position %zu is not a finite number; nothing was done", call, v[i], i);
+            return 0;
+        }
+    }
+    return 1;
 }
 
+/* A Python list of n Reals. */
+static PyObject *real_list(const fmi2Real v[], size_t n)
+{
+    PyObject *list = py.ListNew((Py_ssize_t)n);
+    for (size_t i = 0; list && i < n; i++) {
+        PyObject *o = py.FloatFromDouble(v[i]);
+        if (!o) {
+            py.DecRef(list);
+            return NULL;
+        }
+        py.ListSetItem(list, (Py_ssize_t)i, o);
+    }
+    return list;
+}
+
+/* slave.<method>(a, b) with two new references (either may be NULL: the call is not made, the
+   exception logged), the result a list of n Reals stored in out (NaN when refused). The slave
+   refuses by logging an error and returning None. */
+static fmi2Status reals_from(Instance *in, const char *method, PyObject *a, PyObject *b, size_t n, fmi2Real out[])
+{
+    fmi2Status s = fmi2Error;
+    PyObject *list = a && b ? call(in, method, "(OO)", a, b) : NULL;
+    if (!a || !b) log_exception(in, method);
+    if (a) py.DecRef(a);
+    if (b) py.DecRef(b);
+    if (list && py.ListSize(list) == (Py_ssize_t)n) {
+        s = fmi2OK;
+        for (size_t i = 0; s == fmi2OK && i < n; i++)
+            if (!unbox_real(py.ListGetItem(list, (Py_ssize_t)i), out, i)) s = fmi2Error;
+    }
+    if (py.ErrOccurred()) py.ErrClear();
+    if (s != fmi2OK && in->worst < fmi2Error)
+        logf_(in, fmi2Error, "%s: the FMU gave no %zu values; nothing was computed", in->call, n);
+    if (list) py.DecRef(list);
+    for (size_t i = 0; s != fmi2OK && i < n; i++) out[i] = NAN;
+    return s;
+}
+
+/* dvUnknown = (d outputs / d inputs) dvKnown at the current time, state and inputs
+   (providesDirectionalDerivative): the unknowns are outputs, the knowns inputs. */
+EXPORT fmi2Status fmi2GetDirectionalDerivative(fmi2Component c, const fmi2ValueReference vUnknown_ref[],
+                                               size_t nUnknown, const fmi2ValueReference vKnown_ref[], size_t nKnown,
+                                               const fmi2Real dvKnown[], fmi2Real dvUnknown[])
+{
+    ENTER("fmi2GetDirectionalDerivative", MASK_DIRECTIONAL)
+    if (!refs_ok(in, in->call, vUnknown_ref, nUnknown, dvUnknown, 'R') ||
+        !refs_ok(in, in->call, vKnown_ref, nKnown, dvKnown, 'R') || !reals_ok(in, in->call, dvKnown, 0, NULL, nKnown))
+        return fmi2Error;
+    if (nUnknown == 0) return fmi2OK;
+    GIL_ENTER
+    PyObject *refs = vr_list(vUnknown_ref, nUnknown), *known = vr_list(vKnown_ref, nKnown);
+    PyObject *seed = real_list(dvKnown, nKnown), *pair = known && seed ? py.ListNew(2) : NULL;
+    if (pair) {
+        py.ListSetItem(pair, 0, known);
+        py.ListSetItem(pair, 1, seed);
+    } else {
+        if (known) py.DecRef(known);
+        if (seed) py.DecRef(seed);
+    }
+    fmi2Status s = reals_from(in, "fmi_directional", refs, pair, nUnknown, dvUnknown);
+    GIL_LEAVE
+    return escalate(in, s, fmi2Error);
+}
+
+/* The first derivatives of Real inputs, for the next step only (canInterpolateInputs). */
 EXPORT fmi2Status fmi2SetRealInputDerivatives(fmi2Component c, const fmi2ValueReference vr[], size_t nvr,
                                               const fmi2Integer order[], const fmi2Real value[])
 {
-    (void)vr, (void)nvr, (void)order, (void)value;
-    Instance *in = c;
-    if (in) logf_(in, fmi2Error, "fmi2SetRealInputDerivatives is not supported by this FMU "
-                  "(canInterpolateInputs is false)");
-    return fmi2Error;
+    ENTER("fmi2SetRealInputDerivatives", MASK_SET)
+    if (!refs_ok(in, in->call, vr, nvr, value, 'R') || !reals_ok(in, in->call, value, 1, order, nvr)) return fmi2Error;
+    if (nvr == 0) return fmi2OK;
+    GIL_ENTER
+    PyObject *refs = vr_list(vr, nvr), *vals = real_list(value, nvr);
+    fmi2Status s = fmi2Error;
+    if (refs && vals)
+        s = call_status(in, "fmi_input_derivatives", "(OO)", refs, vals);
+    else
+        log_exception(in, in->call);
+    if (refs) py.DecRef(refs);
+    if (vals) py.DecRef(vals);
+    GIL_LEAVE
+    return escalate(in, s, fmi2Error);
 }
 
+/* The first time derivatives of outputs at the current communication point
+   (maxOutputDerivativeOrder 1). */
 EXPORT fmi2Status fmi2GetRealOutputDerivatives(fmi2Component c, const fmi2ValueReference vr[], size_t nvr,
                                                const fmi2Integer order[], fmi2Real value[])
 {
-    (void)vr, (void)nvr, (void)order, (void)value;
-    Instance *in = c;
-    if (in) logf_(in, fmi2Error, "fmi2GetRealOutputDerivatives is not supported by this FMU "
-                  "(maxOutputDerivativeOrder is 0)");
-    return fmi2Error;
+    ENTER("fmi2GetRealOutputDerivatives", MASK_OUTPUT_DERIVATIVES)
+    if (!refs_ok(in, in->call, vr, nvr, value, 'R') || !reals_ok(in, in->call, NULL, 1, order, nvr)) return fmi2Error;
+    if (nvr == 0) return fmi2OK;
+    GIL_ENTER
+    PyObject *refs = vr_list(vr, nvr), *none = py.ListNew(0);
+    fmi2Status s = reals_from(in, "fmi_output_derivatives", refs, none, nvr, value);
+    GIL_LEAVE
+    return escalate(in, s, fmi2Error);
 }
 
 /* The step's arguments: finite times within +-SHIM_TIME_LIMIT, a non-negative step, from the

@@ -9,15 +9,20 @@ driven joint's rotor_inertia in the plant, as the servo system's SSP does. (A jo
 `motor` drive of the plant carries the same motor inside the mechanism instead, inertia
 included.)
 
-With V and w_load held over a step the armature equation is linear with constant coefficients,
-and the current is integrated exactly: any communication step gives the exact held-input
-response.
+With V and w_load held over a step, or changing at the constant rates a master gives with
+fmi2SetRealInputDerivatives, the armature equation is linear with a polynomial forcing, and the
+current is integrated exactly: any communication step gives the exact response to those inputs.
+
+Derivatives (FMI 2.0): tau_load, w_motor and back_emf depend on w_load at the same instant
+(d tau_load / d w_load = -ratio^2 b_motor times the gear's factor); the current does not. The
+outputs' time derivatives follow from the armature equation, di/dt = (V - R i - k_t w_m) / L,
+and the rate of w_load.
 """
 
 from __future__ import annotations
 
 from .component import Component, real
-from .motor_law import PARAMETERS, current_after, load_torque, reflected_inertia
+from .motor_law import PARAMETERS, current_after, current_after_ramp, gear_factor, load_torque, reflected_inertia
 
 
 class DCMotor(Component):
@@ -41,8 +46,33 @@ class DCMotor(Component):
         self.x = {"i": float(self.values["i0"])}
 
     def advance(self, t: float, h: float) -> None:
-        p = self.values
+        p, r = self.values, self.rates
+        if r:
+            self.x["i"] = current_after_ramp(self.x["i"], h, p["voltage"], r.get("voltage", 0.0), p["ratio"] * p["w_load"],
+                                             p["ratio"] * r.get("w_load", 0.0), p["R"], p["L"], p["k_t"])
+            return
         self.x["i"] = current_after(self.x["i"], h, p["voltage"], p["ratio"] * p["w_load"], p["R"], p["L"], p["k_t"])
+
+    def _factor(self) -> float:
+        p = self.values
+        w_m = p["ratio"] * p["w_load"]
+        return gear_factor(p["k_t"] * self.x.get("i", p["i0"]) - p["b_motor"] * w_m, w_m, p["efficiency"])
+
+    def feedthrough(self, output: str, input_: str) -> float:
+        p = self.values
+        if input_ != "w_load":
+            return 0.0
+        return {"tau_load": -p["ratio"] ** 2 * p["b_motor"] * self._factor(), "w_motor": p["ratio"],
+                "back_emf": p["k_t"] * p["ratio"]}.get(output, 0.0)
+
+    def rate(self, output: str) -> float:
+        p = self.values
+        i = self.x.get("i", p["i0"])
+        w_rate = self.rates.get("w_load", 0.0)
+        di = (p["voltage"] - p["R"] * i - p["k_t"] * p["ratio"] * p["w_load"]) / p["L"]
+        if output == "tau_load":
+            return p["ratio"] * self._factor() * (p["k_t"] * di - p["b_motor"] * p["ratio"] * w_rate)
+        return {"current": di, "w_motor": p["ratio"] * w_rate, "back_emf": p["k_t"] * p["ratio"] * w_rate}[output]
 
     def output(self, name: str) -> float:
         p = self.values

@@ -44,8 +44,26 @@ def current_after(i: float, h: float, voltage: float, w_motor: float, R: float, 
     return i_ss + (i - i_ss) * math.exp(-R / L * h)
 
 
+def current_after_ramp(i: float, h: float, voltage: float, voltage_rate: float, w_motor: float, w_motor_rate: float,
+                       R: float, L: float, k_t: float) -> float:
+    """Armature current [A] after h [s] from i [A] with voltage [V] and motor speed [rad/s]
+    changing at constant rates [V/s], [rad/s2]: the exact solution of
+    L di/dt = V + V' s - R i - k_t (w + w' s), i(h) = i e^(-a h) + c0 (1 - e^(-a h)) / a
+    + c1 (a h - (1 - e^(-a h))) / a^2 with a = R / L, c0 = (V - k_t w) / L, c1 = (V' - k_t w') / L."""
+    a = R / L
+    decay = -math.expm1(-a * h)      # 1 - e^(-a h) without cancellation
+    c0, c1 = (voltage - k_t * w_motor) / L, (voltage_rate - k_t * w_motor_rate) / L
+    return i * (1.0 - decay) + c0 * decay / a + c1 * (a * h - decay) / a ** 2
+
+
+def gear_factor(tau_m: float, w_m: float, efficiency: float) -> float:
+    """The gear's loss factor: efficiency while the motor drives (tau_m w_m >= 0), else 1 / efficiency."""
+    return efficiency if tau_m * w_m >= 0.0 else 1.0 / efficiency
+
+
 def load_torque(i: float, w_load: float, k_t: float, b_motor: float, ratio: float, efficiency: float) -> float:
-    """Torque on the load [N m] from current i [A] at load speed w_load [rad/s]."""
+    """Torque on the load [N m] from current i [A] at load speed w_load [rad/s] (gear_factor
+    written out: numba compiles this function for the plant, and calls no plain function)."""
     w_m = ratio * w_load
     tau_m = k_t * i - b_motor * w_m
     return ratio * tau_m * (efficiency if tau_m * w_m >= 0.0 else 1.0 / efficiency)

@@ -4,6 +4,24 @@
 at time t, the integrator and its memory, outputs evaluated on demand), so it can be tested
 directly; `PlantSlave` maps it onto pythonfmu variables. A generated module per model
 subclasses PlantSlave and names the model file in the FMU's resources.
+
+FMI 2.0 derivatives:
+- directional derivatives (outputs with respect to inputs): at a fixed state the equations of
+  motion M(q) udot = Q(q, u, t) + B(q) f are linear in the force and torque inputs f (M, Q and
+  the load maps B do not depend on them), so every output (accelerations, drive torques, cut
+  forces) is affine in f, and its derivative along a seed dv is y(f + c dv) - y(f) divided by
+  c, exact for any c (c is chosen large, so rounding stays at machine precision relative to the
+  derivative): one more forward-dynamics solve, no finite-difference truncation. The motion
+  inputs q_ref and qd_ref enter nonlinearly (through the kinematics and the velocity terms);
+  their part is a central difference (relative step 1e-6);
+- input interpolation: with input rates from fmi2SetRealInputDerivatives the next step is
+  taken in INTERPOLATION_PIECES equal pieces, each with the inputs at its midpoint, so each
+  piece receives the exact integral of the ramp (the inputs keep the values set);
+- output derivatives (first order): joint positions, velocities and modal coordinates are
+  components of the state x, and their rates are exact components of dx/dt = f(t, x, inputs)
+  (a joint angle's rate is its velocity output, a velocity's rate its acceleration output);
+  every other output's rate is a central difference along the motion, y(t +- d, x +- d dx/dt,
+  inputs +- d rates) with d = 1e-6 s.
 """
 
 from __future__ import annotations
@@ -21,6 +39,7 @@ from flexmbs.model import METHODS, Model, ModelError, load_model
 from flexmbs.model.paths import set_value
 from flexmbs.signals import Evaluator, output_width, state_slots
 from flexmbs.simulate import settings_of, step_rate
+from flexmbs.solvers.common import OK, f_eval
 from flexmbs.solvers.stepper import SolverError, Stepper
 from flexmbs.system import System
 from flexmbs.warmup import prepare
@@ -29,10 +48,19 @@ from pythonfmu.enums import Fmi2Status
 
 from .base import GuardedSlave, StepRefused, check_effort, check_fields, check_step, check_time, finite_list
 from .interface import MODEL, SOLVER, START, Interface, plant_interface
+from .variables import Variable
 
 # Compiled systems of this process by (model digest, model parameter values): a reset or a
 # second instance with the same parameters does not compile again.
 _SYSTEMS: dict[tuple, System] = {}
+
+# pieces of a step with input rates (see the module's docstring)
+INTERPOLATION_PIECES = 4
+# inputs on which the outputs depend nonlinearly (the others enter the equations linearly)
+NONLINEAR_INPUTS = (".q_ref", ".qd_ref")
+# time step [s] of the central difference along the motion for output rates that are not
+# components of dx/dt
+RATE_DELTA = 1e-6
 
 
 class Rollback:
@@ -81,6 +109,9 @@ class Plant:
         # inputs, y and flags are the arrays the FMU's C front end reads and writes directly
         # (PlantSlave.fmi_fast_path): they are allocated here once and only ever changed in place
         self.inputs = self.system.input_defaults.copy()
+        # d inputs / dt for the next step only (fmi2SetRealInputDerivatives)
+        self.rates = np.zeros_like(self.inputs)
+        self.nonlinear = np.array([n.endswith(NONLINEAR_INPUTS) for n in self.system.inputs], dtype=bool)
         self.y = np.zeros(output_width(self.system))
         # flags[0]: y is valid for (t, x, inputs) up to level 0 (nothing), 1 (positions and
         # velocities, y[:nx]) or 2 (everything); flags[1]: number of inputs refused as NaN
@@ -245,13 +276,76 @@ class Plant:
         np.copyto(self.x_start, self.x)
         self.rollback.keep()
         try:
-            self.stepper.advance(t, self.x, t + h, self.inputs)
+            self._advance(t, h)
         except SolverError as err:
             np.copyto(self.x, self.x_start)
             self.rollback.undo()
             raise StepRefused(f"{err}; the state is kept at t = {t:.9g} s") from None
         self.t = t + h
+        self.rates[:] = 0.0
         self.fresh = False
+
+    def _advance(self, t: float, h: float) -> None:
+        """Integrate x from t to t + h [s]: the inputs held, or with rates in pieces, each with
+        the inputs at its midpoint."""
+        if not self.rates.any():
+            self.stepper.advance(t, self.x, t + h, self.inputs)
+            return
+        held = np.empty_like(self.inputs)
+        n = INTERPOLATION_PIECES
+        for k in range(n):
+            np.copyto(held, self.inputs + (k + 0.5) * h / n * self.rates)
+            self.stepper.advance(t + k * h / n, self.x, t + (k + 1) * h / n if k < n - 1 else t + h, held)
+
+    # ------------------------------------------------------------------ derivatives
+
+    def _outputs(self, times: np.ndarray, X: np.ndarray, U: np.ndarray) -> np.ndarray:
+        """Every output at each row (time [s], state, inputs)."""
+        Y = np.zeros((times.size, self.y.size))
+        self.evaluator.evaluate(times, np.ascontiguousarray(X), np.ascontiguousarray(U), Y)
+        return Y
+
+    def directional(self, out_slots: list[int], in_slots: list[int], seed: list[float]) -> np.ndarray:
+        """(d y[out_slots] / d inputs[in_slots]) seed at the current time, state and inputs
+        (see the module's docstring: exact for the force and torque inputs)."""
+        if self.stale:
+            self.configure()
+        dv = np.zeros_like(self.inputs)
+        for k, v in zip(in_slots, seed):
+            dv[k] += v
+        linear, nonlinear = np.where(self.nonlinear, 0.0, dv), np.where(self.nonlinear, dv, 0.0)
+        rows = [self.inputs]
+        c = 1e6 * (1.0 + np.max(np.abs(self.inputs))) / max(np.max(np.abs(linear)), 1e-300)
+        d = 1e-6 * (1.0 + np.max(np.abs(self.inputs))) / max(np.max(np.abs(nonlinear)), 1e-300)
+        rows += [self.inputs + c * linear, self.inputs + d * nonlinear, self.inputs - d * nonlinear]
+        Y = self._outputs(np.full(4, self.t), np.tile(self.x, (4, 1)), np.array(rows))
+        dy = (Y[1] - Y[0]) / c if linear.any() else np.zeros(self.y.size)
+        if nonlinear.any():
+            dy += (Y[2] - Y[3]) / (2.0 * d)
+        return dy[out_slots]
+
+    def set_rates(self, in_slots: list[int], rates: list[float]) -> None:
+        """Input rates [unit/s] for the next step."""
+        for k, r in zip(in_slots, rates):
+            self.rates[k] = r
+
+    def output_rates(self, out_slots: list[int]) -> np.ndarray:
+        """d y[out_slots] / dt at the current time, state, inputs and input rates (see the
+        module's docstring: exact for the state's components)."""
+        if self.stale:
+            self.configure()
+        xdot = np.zeros_like(self.x)
+        if f_eval(self.system.ref, self.stepper.W, self.t, self.x, self.inputs, xdot) != OK:
+            raise ValueError(f"the equations of motion are singular at t = {self.t:.9g} s; no output rates")
+        nx = self.x.size
+        slots = np.asarray(out_slots, dtype=np.int64)
+        rates = np.where(slots < nx, xdot[np.minimum(slots, nx - 1)], 0.0)
+        if np.any(slots >= nx):
+            d = RATE_DELTA
+            Y = self._outputs(np.array([self.t + d, self.t - d]), np.array([self.x + d * xdot, self.x - d * xdot]),
+                              np.array([self.inputs + d * self.rates, self.inputs - d * self.rates]))
+            rates = np.where(slots < nx, rates, (Y[0, slots] - Y[1, slots]) / (2.0 * d))
+        return rates
 
     # ------------------------------------------------------------------ state
 
@@ -311,6 +405,7 @@ class Plant:
         self.initialized = bool(data["initialized"])
         self.input_error = dict(data["input_error"])
         self.failure = data["failure"]
+        self.rates[:] = 0.0
         self.fresh = False
 
 
@@ -331,6 +426,7 @@ class PlantSlave(GuardedSlave):
             raise RuntimeError(f"flexmbs {flexmbs.__version__} in this process gives model {path.name} another "
                                "interface than the one this FMU was built with; rebuild the FMU with it")
         self.STATE_FORMAT = f"flexmbs.plant/{itf.digest()[:16]}"
+        self.fmi_variables = itf.variables
         for v in itf.variables:
             if v.causality == "input":
                 self.add_variable(v, self._input_getter(v.slot), self._input_setter(v.slot))
@@ -354,6 +450,15 @@ class PlantSlave(GuardedSlave):
 
     def fmi_refresh(self, level: int) -> bool:
         return bool(self._guard("computing the outputs", lambda: self.plant.refresh(level) or True, False))
+
+    def directional(self, unknowns: list[Variable], knowns: list[Variable], seed: list[float]) -> list[float]:
+        return self.plant.directional([v.slot for v in unknowns], [v.slot for v in knowns], seed).tolist()
+
+    def input_rates(self, inputs: list[Variable], rates: list[float]) -> None:
+        self.plant.set_rates([v.slot for v in inputs], rates)
+
+    def output_rates(self, outputs: list[Variable]) -> list[float]:
+        return self.plant.output_rates([v.slot for v in outputs]).tolist()
 
     def _input_getter(self, k: int):
         return lambda: self.plant.inputs[k]

@@ -21,6 +21,14 @@ def min_jerk(t: float, q_start: float, q_end: float, t_start: float, duration: f
     return q_start + d * s, d * sd, d * sdd
 
 
+def min_jerk_jerk(t: float, q_start: float, q_end: float, t_start: float, duration: float) -> float:
+    """d qdd / dt [units of q per s^3] of the minimum-jerk move at time t [s] (0 outside the move)."""
+    tau = (t - t_start) / duration
+    if not 0.0 < tau < 1.0:
+        return 0.0
+    return (q_end - q_start) * 60.0 * (1.0 - 6.0 * tau + 6.0 * tau ** 2) / duration ** 3
+
+
 class Trajectory(Component):
     NAME = "trajectory"
     DESCRIPTION = "Minimum-jerk point-to-point reference: position, velocity and acceleration"
@@ -45,3 +53,10 @@ class Trajectory(Component):
         p = self.values
         q = min_jerk(self.t, p["q_start"], p["q_end"], p["t_start"], p["duration"])
         return q[("q_ref", "qd_ref", "qdd_ref").index(name)]
+
+    def rate(self, output: str) -> float:
+        """q_ref' = qd_ref, qd_ref' = qdd_ref, qdd_ref' = the jerk."""
+        if output == "qdd_ref":
+            p = self.values
+            return min_jerk_jerk(self.t, p["q_start"], p["q_end"], p["t_start"], p["duration"])
+        return self.output({"q_ref": "qd_ref", "qd_ref": "qdd_ref"}[output])

@@ -78,13 +78,15 @@ def model_description(variables: list[Variable], *, model_identifier: str, model
         "author": author, "version": version, "generationTool": "flexmbs build_fmu.py (pythonfmu 0.7)",
         "generationDateAndTime": now, "variableNamingConvention": "structured",
         "numberOfEventIndicators": "0"})
+    # the derivatives every flexmbs FMU gives (flexmbs_fmu.base: fmi_directional,
+    # fmi_input_derivatives, fmi_output_derivatives): first order, in and out
     SubElement(root, "CoSimulation", {
         "modelIdentifier": model_identifier, "needsExecutionTool": "true",
-        "canHandleVariableCommunicationStepSize": "true", "canInterpolateInputs": "false",
-        "maxOutputDerivativeOrder": "0", "canRunAsynchronuously": "false",
+        "canHandleVariableCommunicationStepSize": "true", "canInterpolateInputs": "true",
+        "maxOutputDerivativeOrder": "1", "canRunAsynchronuously": "false",
         "canBeInstantiatedOnlyOncePerProcess": "false", "canNotUseMemoryManagementFunctions": "true",
         "canGetAndSetFMUstate": "true", "canSerializeFMUstate": "true",
-        "providesDirectionalDerivative": "false"})
+        "providesDirectionalDerivative": "true"})
     used = sorted({v.unit for v in variables if v.type == "Real" and v.unit},
                   key=lambda u: list(UNITS).index(u) if u in UNITS else len(UNITS))
     unknown = [u for u in used if u not in UNITS]
