@@ -153,7 +153,8 @@ def test_rotating_cantilever_southwell_coefficient():
     # the test uses that value (commonly quoted as 1.193).
     K1 = southwell_reference(1.8751)
     assert K1 == pytest.approx(1.1933, abs=1e-4)
-    body = beam_body(1.0, 30, 8, E, G, RHO, rectangle(0.03, 0.01))
+    # the cantilever modes alone: the coefficient is a property of the first bending mode
+    body = beam_body(1.0, 30, 8, E, G, RHO, rectangle(0.03, 0.01), acceleration_modes=False)
     flap = int(np.argmax(np.sum(body.nodal_modes[2::6] ** 2, axis=0) > np.sum(body.nodal_modes[1::6] ** 2, axis=0)))
     lag = int(np.argmax(np.sum(body.nodal_modes[1::6] ** 2, axis=0) > np.sum(body.nodal_modes[2::6] ** 2, axis=0)))
 

@@ -174,3 +174,63 @@ def test_dopri5_meets_its_tolerance_on_joint_angles_of_huangs_arm():
         r = simulate(model, T, method="dopri5", rtol=rtol)
         err = max(np.abs(r[n] - ref[n]).max() for n in ("shoulder.q", "elbow.q"))
         assert err < 10 * rtol, (rtol, err)
+
+
+# ------------------------------------------------------------------ dopri5 serving communication steps
+
+def _communicate(system, dense: bool, n: int, dt: float, rtol: float = 1e-6):
+    """n calls of dt [s] with the inputs held, as a co-simulation master makes them; returns the
+    stepper and the first coordinate at every communication point."""
+    stepper = Stepper(system, Settings(method="dopri5", rtol=rtol), dense=dense)
+    x = np.concatenate([system.q0, system.u0])
+    u = np.zeros(max(1, len(system.inputs)))
+    q = [x[0]]
+    for k in range(n):
+        stepper.advance(k * dt, x, (k + 1) * dt, u)
+        q.append(x[0])
+    return stepper, np.array(q)
+
+
+def test_dopri5_dense_output_serves_communication_steps():
+    """2,000 calls of 1 ms on a 1 Hz oscillator: served from dense output, dopri5 evaluates the
+    first stage once for the whole run (first-same-as-last kept across calls) and takes its own
+    steps, 11 times fewer right-hand sides than landing on every call (measured 1,213 against
+    14,000), and the interpolated angles stay within 1e-7 rad of cos(omega t) (3.4e-9 measured)."""
+    I, k = 1.0, (2 * np.pi) ** 2
+    system = compile_model(joint_oscillator(I, k, 0.0))
+    landing, _ = _communicate(system, False, 2000, 1e-3)
+    dense, q = _communicate(system, True, 2000, 1e-3)
+    assert dense.nrhs == 6 * (dense.nsteps + dense.nrejected) + 1
+    assert landing.nrhs == 6 * (landing.nsteps + landing.nrejected) + 2000
+    assert dense.nrhs < landing.nrhs / 5
+    t = np.arange(2001) * 1e-3
+    assert np.abs(q - exact_oscillator(t, I, k, 0.0)).max() < 1e-7
+
+
+def test_dopri5_dense_output_on_huangs_arm_at_1_ms():
+    """Huang's arm at its default settings, 1,000 calls of 1 ms: from dense output dopri5 saves
+    more right-hand sides than the 1,000 first stages it no longer recomputes (measured 14,857
+    against 16,558), and its joint angles agree with the landed run to within its tolerance."""
+    system = compile_model(flexmbs.load_model("huang_two_link"))
+    landing, q_landing = _communicate(system, False, 1000, 1e-3, rtol=5e-7)
+    dense, q_dense = _communicate(system, True, 1000, 1e-3, rtol=5e-7)
+    assert dense.nrhs <= landing.nrhs - 1000
+    assert np.abs(q_dense - q_landing).max() < 1e-5
+
+
+def test_dopri5_dense_output_restarts_when_the_state_was_changed():
+    """A state set from outside between calls (as an FMU's set state or a master's correction
+    does) is integrated from, not the integrator's own one: the next call gives bit for bit what
+    a fresh integrator with the same step size gives from that state."""
+    system = compile_model(joint_oscillator(1.0, (2 * np.pi) ** 2, 0.0))
+    settings = Settings(method="dopri5", rtol=1e-6)
+    u = np.zeros(1)
+    stepper = Stepper(system, settings, dense=True)
+    x = np.concatenate([system.q0, system.u0])
+    stepper.advance(0.0, x, 0.013, u)
+    x[1] += 0.5
+    twin, twin_x = Stepper(system, settings, dense=True), x.copy()
+    twin.h = stepper.h
+    stepper.advance(0.013, x, 0.1, u)
+    twin.advance(0.013, twin_x, 0.1, u)
+    np.testing.assert_array_equal(x, twin_x)

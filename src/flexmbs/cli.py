@@ -477,7 +477,7 @@ def check_command(model_file: str, t_end: Optional[float]) -> None:
         stiff = "" if b.type != "beam" else (", geometric stiffening on" if b.geometric_stiffening
                                              else ", geometric stiffening OFF")
         extra_modes = d.n - b.modes
-        kind = "interface" if b.interface_modes else "static"
+        kind = ("interface" if b.interface_modes else "static") + ("/acceleration" if b.acceleration_modes else "")
         split = f" ({b.modes} normal + {extra_modes} {kind})" if extra_modes else ""
         click.echo(f"    {d.n} modes{split} [Hz]: {freqs}{stiff}")
 

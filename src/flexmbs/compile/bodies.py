@@ -42,13 +42,13 @@ def flex_data(body: Body, interface: Sequence = ()) -> Optional[FlexBodyData]:
         return beam_body(body.length, body.elements, body.modes, body.material.E,
                          body.material.shear_modulus, body.material.rho, section_properties(body.section),
                          body.tip_mass, tip_j, body.rotary_inertia, body.geometric_stiffening, body.name,
-                         body.static_modes, points)
+                         body.static_modes, points, body.acceleration_modes)
     if body.type == "superelement":
         if body.file is not None:
             se = load_npz(body.file)
         else:
             se = load_matrix_files(body.mass_file, body.stiffness_file, body.nodes_file, body.dofs_per_node)
-        return superelement_body(se, body.modes, tuple(body.reference_nodes), points)
+        return superelement_body(se, body.modes, tuple(body.reference_nodes), points, body.acceleration_modes)
     return None
 
 

@@ -26,6 +26,9 @@ _INFINITE_FREQUENCY_TOL = 1e-12
 _TIE_TOL = 1e-9
 # Extra eigenpairs computed past the requested ones, so a repeated group straddling the cut is seen.
 _LOOKAHEAD = 6
+# An added static shape whose part outside the basis has less than this fraction of its M-norm² is
+# in the basis already: round-off leaves about 1e-30 there, a real part (however small) far more.
+_IN_SPAN = 1e-20
 
 
 def clamped_dofs(reference_nodes: Sequence[int], n_nodes: int, dofs_per_node: int, name: str) -> np.ndarray:
@@ -141,17 +144,39 @@ def _ritz(M: np.ndarray, K: np.ndarray, basis: np.ndarray, name: str) -> tuple[n
 
 
 def add_static_modes(M: np.ndarray, K: np.ndarray, clamped: np.ndarray, modes: np.ndarray,
-                     load_dofs: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray]:
-    """Enrich constrained modes with the static deflections under unit loads at `load_dofs`
-    (attachment shapes), so that loads transmitted at those DOFs are carried exactly in statics.
-    This is the former `static_modes` basis (cantilever modes plus tip attachment shapes), kept for
-    `interface_modes: false`.  Returns the orthogonalised Ritz basis of span[modes, static shapes]
-    (see _ritz): frequencies (m,) [rad/s] ascending and mass-normalised vectors (ndof, m)."""
-    free = np.setdiff1d(np.arange(M.shape[0]), clamped)
-    F = np.zeros((free.size, load_dofs.size))
-    F[np.searchsorted(free, load_dofs), np.arange(load_dofs.size)] = 1.0
-    static = _scatter(free, M.shape[0], scipy.linalg.solve(K[np.ix_(free, free)], F, assume_a="pos"))
-    return _ritz(M, K, np.hstack([modes, static]), name)
+                     loads: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """Enrich a basis with the static deflections of the clamped body under the load columns
+    `loads` (ndof, r) [N, N m per unit], so that those loads are carried exactly in statics
+    (attachment shapes for unit loads at DOFs; the inertia-relief shapes of acceleration_loads).
+
+    `modes` (ndof, n) must be mass-normalised (Φᵀ M Φ = I).  Each deflection joins as its part
+    outside span(modes) (M-orthogonal projection, twice for round-off); a deflection already in the
+    span (that part below _IN_SPAN of it in M-norm², i.e. round-off) or a zero load adds nothing.
+    Only that structural test drops a shape, never a small but real part, so the number of
+    coordinates does not depend on parameter values (an FMU's states are fixed when it is built).
+    Returns the orthogonalised Ritz basis of span[modes, deflections] (see _ritz): frequencies
+    (m,) [rad/s] ascending and mass-normalised vectors (ndof, m)."""
+    ndof = M.shape[0]
+    free = np.setdiff1d(np.arange(ndof), clamped)
+    try:
+        static = scipy.linalg.solve(K[np.ix_(free, free)], loads[free], assume_a="pos")
+    except np.linalg.LinAlgError as error:
+        raise ValueError(f"{name}: stiffness matrix must be positive definite on the free DOFs after clamping "
+                         f"the reference node(s) [{error}]") from error
+    shapes = _scatter(free, ndof, static)
+    whole = np.einsum("ik,ij,jk->k", shapes, M, shapes)
+    for _ in range(2):
+        shapes = shapes - modes @ (modes.T @ (M @ shapes))
+    outside = np.einsum("ik,ij,jk->k", shapes, M, shapes)
+    keep = outside > _IN_SPAN * whole
+    return _ritz(M, K, np.hstack([modes, shapes[:, keep]]), name)
+
+
+def unit_loads(ndof: int, dofs: np.ndarray) -> np.ndarray:
+    """Unit load columns (ndof, len(dofs)) at the DOFs `dofs`."""
+    loads = np.zeros((ndof, dofs.size))
+    loads[dofs, np.arange(dofs.size)] = 1.0
+    return loads
 
 
 def craig_bampton(

@@ -104,6 +104,10 @@ class Body:
     (the former basis). static_modes: with interface modes, make the beam tip an interface point
     too; without, add the static tip deflections under shear forces and bending moments to the
     modes (4 more coordinates; exact statics for loads at the tip, as a chain's segments need).
+    acceleration_modes (beams and superelements, default false): add the static deflections under
+    the body's own unit accelerations that its modes do not carry at all (on a beam with bending
+    modes: axial and torsional accelerations and the centrifugal stretch), so that a spinning
+    beam with a free tip stretches (flex/invariants.py add_acceleration_shapes).
     Superelement: file (.npz with M, K, nodes) or mass_file/stiffness_file (Matrix Market) and
     nodes_file; reference_nodes clamped for the constrained modes; modes.
     """
@@ -126,6 +130,7 @@ class Body:
     segments: int = 1
     static_modes: bool = False
     interface_modes: bool = True
+    acceleration_modes: bool = False
     damping: Damping = field(default_factory=Damping)
     file: Optional[str] = None
     mass_file: Optional[str] = None

@@ -50,50 +50,110 @@ def rk4_advance(S, W, t, x, t_end, h, inputs, K, xs):
     return OK, n
 
 
+# Dense output of Dormand-Prince (Hairer, Norsett & Wanner, Solving ODEs I, 2nd ed., Springer
+# 1993, Sec. II.6, the continuous extension of order 4 as their code DOPRI5 writes it, CONTD5)
+_D = np.array([-12715105075 / 11282082432, 0.0, 87487479700 / 32700410799, -10690763975 / 1880347072,
+               701980252875 / 199316789632, -1453857185 / 822651844, 69997945 / 29380423])
+# largest growth of the step after an accepted step, and its safety factor
+_GROW, _SAFETY = 5.0, 0.9
+
+
 @njit(**JIT)
-def dopri5_advance(S, W, t, x, t_end, h, h_max, h_min, rtol, atol, inputs, K, xs, err):
-    """Adaptive Dormand-Prince 5(4) from t to t_end (lands exactly on t_end). K (7 x nx),
-    xs, err (nx) scratch; K[0] must hold f(t, x) on entry (FSAL) and holds it on exit.
-    Returns (status, h_next, nsteps, nrejected)."""
+def dopri5_advance(S, W, t, x, t_end, h, h_max, h_min, rtol, atol, inputs, K, xs, err, dense, D, span, xo):
+    """Adaptive Dormand-Prince 5(4) from t towards t_end [s]. K (7 x nx), xs, err (nx) scratch;
+    K[0] must hold f(t, x) on entry (FSAL) and holds f at the returned t on exit.
+
+    dense False: land exactly on t_end (x ends there). dense True: x and t are the integrator's
+    own state, which steps past t_end, and xo receives x(t_end) from the dense output of the step
+    that spans t_end, whose coefficients D (5 x nx) and span (its start and length [s]) are kept,
+    so a later t_end inside that step takes no step at all.
+    After a rejection the next step does not grow (avoids reject/accept cycles).
+    Returns (status, t, h_next, nsteps, nrejected)."""
     nsteps = 0
     nrej = 0
-    while t < t_end - 1e-12 * max(1.0, abs(t_end)):
-        h = min(h, h_max, t_end - t)
-        last = h >= t_end - t
-        nx = x.size
-        st = OK
-        for s in range(1, 7):
-            for i in range(nx):
-                acc = x[i]
-                for j in range(s):
-                    acc += h * _A[s, j] * K[j, i]
-                xs[i] = acc
-            st = f_eval(S, W, t + _C[s] * h, xs, inputs, K[s])
-            if st != OK:
-                break
-        if st == OK:
-            for i in range(nx):
-                acc = 0.0
-                for j in range(7):
-                    acc += h * _E[j] * K[j, i]
-                err[i] = acc
-            en = error_norm(err, x, xs, atol, rtol)
-        if st != OK or not np.isfinite(en):
-            # a trial stage left the valid region (e.g. an indefinite mass matrix): reject
-            en = 1e10
+    rejected = False
+    t_near = t_end - 1e-12 * max(1.0, abs(t_end))
+    while t < t_near:
+        h = min(h, h_max) if dense else min(h, h_max, t_end - t)
+        last = not dense and h >= t_end - t
+        st, en = _dp_trial(S, W, t, x, h, inputs, K, xs, err, atol, rtol)
         if en <= 1.0:
+            if dense and t + h >= t_near:
+                _dense_coefficients(x, xs, h, K, D)
+                span[0], span[1] = t, h
             t = t_end if last else t + h
             x[:] = xs
             project(S, x)
             st = check_state(S, x)
             if st != OK:
-                return st, h, nsteps, nrej
+                return st, t, h, nsteps, nrej
             K[0] = K[6]
             nsteps += 1
-            h = h * min(5.0, max(0.2, 0.9 * en ** -0.2)) if en > 0 else 5.0 * h
+            grow = 1.0 if rejected else _GROW
+            rejected = False
+            h = h * min(grow, max(0.2, _SAFETY * en ** -0.2)) if en > 0 else grow * h
         else:
             nrej += 1
-            h = h * max(0.2, 0.9 * en ** -0.2)
+            rejected = True
+            h = h * max(0.2, _SAFETY * en ** -0.2)
             if h < h_min:
-                return (STEP_TOO_SMALL if st == OK else st), h, nsteps, nrej
-    return OK, h, nsteps, nrej
+                return (STEP_TOO_SMALL if st == OK else st), t, h, nsteps, nrej
+    if dense:
+        _interpolate(t_end, x, D, span, xo)
+        project(S, xo)
+    return OK, t, h, nsteps, nrej
+
+
+@njit(**JIT)
+def _dp_trial(S, W, t, x, h, inputs, K, xs, err, atol, rtol):
+    """Stages 1..6 of a step h from (t, x) into K (K[0] = f(t, x)), the solution into xs and
+    the error estimate into err. Returns (status, weighted error norm; 1e10 when a stage failed
+    or the norm is not finite)."""
+    nx = x.size
+    st = OK
+    for s in range(1, 7):
+        for i in range(nx):
+            acc = x[i]
+            for j in range(s):
+                acc += h * _A[s, j] * K[j, i]
+            xs[i] = acc
+        st = f_eval(S, W, t + _C[s] * h, xs, inputs, K[s])
+        if st != OK:
+            # a trial stage left the valid region (e.g. an indefinite mass matrix): reject
+            return st, 1e10
+    for i in range(nx):
+        acc = 0.0
+        for j in range(7):
+            acc += h * _E[j] * K[j, i]
+        err[i] = acc
+    en = error_norm(err, x, xs, atol, rtol)
+    return st, (en if np.isfinite(en) else 1e10)
+
+
+@njit(**JIT)
+def _dense_coefficients(x, xs, h, K, D):
+    """The coefficients D (5 x nx) of the dense output of the accepted step h from x to xs
+    (stages in K, K[6] = f at xs)."""
+    for i in range(x.size):
+        dx = xs[i] - x[i]
+        D[0, i] = x[i]
+        D[1, i] = dx
+        D[2, i] = h * K[0, i] - dx
+        D[3, i] = dx - h * K[6, i] - D[2, i]
+        acc = 0.0
+        for j in range(7):
+            acc += _D[j] * K[j, i]
+        D[4, i] = h * acc
+
+
+@njit(**JIT)
+def _interpolate(t, x, D, span, xo):
+    """x(t) into xo by the dense output D of the step span = (start, length) [s]; x itself when
+    no step was taken (length 0)."""
+    if span[1] <= 0.0:
+        xo[:] = x
+        return
+    th = (t - span[0]) / span[1]
+    th1 = 1.0 - th
+    for i in range(x.size):
+        xo[i] = D[0, i] + th * (D[1, i] + th1 * (D[2, i] + th * (D[3, i] + th1 * D[4, i])))

@@ -87,7 +87,10 @@ class Settings:
 class Stepper:
     """Advances x = [q; u; i] (i: motor currents) of one System. Holds the workspace, so one per concurrent user."""
 
-    def __init__(self, system: System, settings: Settings) -> None:
+    def __init__(self, system: System, settings: Settings, dense: bool = False) -> None:
+        """dense (dopri5 without loops): serve each call from dense output, stepping on past
+        t_end and continuing from there at the next call when its t, x and inputs are the ones
+        the last call ended with (first-same-as-last kept); False: land on every t_end."""
         settings.check()
         self.system = system
         self.settings = settings
@@ -109,10 +112,21 @@ class Stepper:
         self.h = settings.step
         self.nsteps = 0
         self.nrejected = 0
+        self.nrhs = 0   # dopri5: right-hand sides evaluated
         self.loops = None
         if system.model.loops.cuts:
             self.loops = Loops(system.arrays, system.ref, system.arrays.cr_on.astype(bool))
             self.loop_free = free_columns(system.arrays, system.joint_u, ())
+        # dense dopri5: its own state (t_i [s], x_i) past the last t_end, the dense output of the
+        # step spanning it (D; span: start and length [s]), and what the last call returned
+        self.dense = dense and self.code == DOPRI5 and self.loops is None
+        self.t_i: float | None = None
+        self.x_i = np.zeros(nx)
+        self.D = np.zeros((5, nx))
+        self.span = np.zeros(2)
+        self.t_last = np.nan
+        self.x_last = np.zeros(nx)
+        self.u_last = np.zeros(0)
 
     @property
     def njacobians(self) -> int:
@@ -128,6 +142,7 @@ class Stepper:
         """Forget integrator memory (step-size history, FSAL stage, Jacobian and factors)."""
         self.h = self.settings.step
         self.memo[:2] = 0
+        self.t_i = None
 
     def implicit_memory(self) -> dict:
         """The implicit method's memory that shapes its next steps (Jacobian, LU factors, step of
@@ -163,6 +178,42 @@ class Stepper:
         """Inverse of implicit_memory (check it first with check_implicit_memory)."""
         self.Jac[:], self.LU[:], self.piv[:], self.memo[:] = data["jac"], data["lu"], data["piv"], data["memo"]
         self.hf[0], self.K[6] = data["hf"], data["xj"]
+
+    def _count(self, nsteps: int, nrejected: int) -> None:
+        self.nsteps += nsteps
+        self.nrejected += nrejected
+        self.nrhs += 6 * (nsteps + nrejected)
+
+    def _dense_advance(self, t: float, x: np.ndarray, t_end: float, inputs: np.ndarray, h_min: float) -> int:
+        """dopri5 from dense output: x(t_end) into x. Continues the integrator's own state when
+        (t, x, inputs) are what the last call returned and held, else starts afresh from (t, x).
+        Returns the status; on failure x is the last accepted internal state."""
+        S, st = self.system.ref, self.settings
+        if not (self.t_i is not None and t == self.t_last and np.array_equal(x, self.x_last)
+                and np.array_equal(inputs, self.u_last)):
+            self.t_i = None
+            self.x_i[:] = x
+            self.span[:] = t, 0.0
+            self.nrhs += 1
+            status = f_eval(S, self.W, t, x, inputs, self.K[0])
+            if status != OK:
+                return status
+            self.t_i = t
+        status, t_i, self.h, n, r = dopri5_advance(S, self.W, self.t_i, self.x_i, t_end, self.h, st.max_step, h_min,
+                                                   st.rtol, self.atol, inputs, self.K, self.xs, self.err, True,
+                                                   self.D, self.span, x)
+        self._count(n, r)
+        if status != OK:
+            x[:] = self.x_i
+            self.t_i = None
+            return status
+        self.t_i = t_i
+        self.t_last = t_end
+        np.copyto(self.x_last, x)
+        if self.u_last.shape != inputs.shape:
+            self.u_last = np.empty_like(inputs)
+        np.copyto(self.u_last, inputs)
+        return OK
 
     def check_stability(self, t: float, x: np.ndarray, inputs: np.ndarray) -> float:
         """RK4's stability bound [s] from the eigenvalues of the system linearised at (t, x)
@@ -203,14 +254,17 @@ class Stepper:
                 self.stability_bound = self.check_stability(t, x, inputs)
             status, n = rk4_advance(S, self.W, t, x, t_end, st.step, inputs, self.K, self.xs)
             self.nsteps += n
+        elif self.dense:
+            status = self._dense_advance(t, x, t_end, inputs, h_min)
         elif self.code == DOPRI5:
             # inputs may change between calls, so the FSAL stage is recomputed at each call
             status = f_eval(S, self.W, t, x, inputs, self.K[0])
+            self.nrhs += 1
             if status == OK:
-                status, self.h, n, r = dopri5_advance(S, self.W, t, x, t_end, self.h, st.max_step, h_min,
-                                                      st.rtol, self.atol, inputs, self.K, self.xs, self.err)
-                self.nsteps += n
-                self.nrejected += r
+                status, _, self.h, n, r = dopri5_advance(S, self.W, t, x, t_end, self.h, st.max_step, h_min, st.rtol,
+                                                         self.atol, inputs, self.K, self.xs, self.err, False, self.D,
+                                                         self.span, x)
+                self._count(n, r)
         else:
             status, self.h, n, r = ros_advance(S, self.W, t, x, t_end, self.h, st.max_step, h_min, st.rtol,
                                                self.atol, self.scale, self.jac_move, inputs, self.K, self.Jac, self.LU, self.piv,

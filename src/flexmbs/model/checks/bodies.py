@@ -19,8 +19,10 @@ INERTIA_TOL = 1e-9   # relative, for symmetry and the triangle inequality
 _BODY_FIELDS = {
     "rigid": ("mass", "com", "inertia"),
     "beam": ("length", "elements", "modes", "material", "section", "tip_mass", "tip_inertia",
-             "rotary_inertia", "geometric_stiffening", "segments", "static_modes", "interface_modes", "damping"),
-    "superelement": (*SUPERELEMENT_FILES, "dofs_per_node", "reference_nodes", "modes", "interface_modes", "damping"),
+             "rotary_inertia", "geometric_stiffening", "segments", "static_modes", "interface_modes",
+             "acceleration_modes", "damping"),
+    "superelement": (*SUPERELEMENT_FILES, "dofs_per_node", "reference_nodes", "modes", "interface_modes",
+                     "acceleration_modes", "damping"),
 }
 _MARKER_FIELDS = {"rigid": ("position", "rotation"), "beam": ("x", "node", "rotation"),
                   "superelement": ("node", "rotation")}
