@@ -221,8 +221,8 @@ def test_a_python_host_with_only_fmpy_is_told_what_to_install(plant, work) -> No
     assert run.returncode == 0, run.stderr[-3000:]
     got = json.loads(run.stdout.strip().splitlines()[-1])
     message = " ".join(got["messages"])
-    assert got.get("instance") is False and "numba>=0.59,<1 (not installed)" in message, message
-    assert f'"{python}" -m pip install "llvmlite" "numba>=0.59,<1"' in message, message
+    assert got.get("instance") is False and "numba>=0.61,<1 (not installed)" in message, message
+    assert f'"{python}" -m pip install "llvmlite" "numba>=0.61,<1"' in message, message
 
 
 def test_a_received_fmu_in_another_python_compiles_after_saying_so(plant, other_venv, work) -> None:

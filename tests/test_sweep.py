@@ -372,7 +372,10 @@ def test_ctrl_c_leaves_one_line_and_the_finished_rows(study, tmp_path) -> None:
     spec.write_text(SPEC.format(fmus=study.fmu_dir).replace("values: [10.0, 13.0]", f"values: [{gains}]"))
     rows = tmp_path / "out" / "rows.csv"
     exe = [sys.executable, "-m", "flexmbs", "sweep", str(spec), "--workers", "2", "--no-progress"]
-    proc = subprocess.Popen(exe, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    # a terminal's foreground job starts with SIGINT at its default; this process may have it
+    # ignored (an ignored disposition is inherited, and Python then keeps it ignored)
+    proc = subprocess.Popen(exe, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 600      # a hang guard, not a speed assertion
     while time.monotonic() < deadline and proc.poll() is None:
         if rows.is_file() and rows.read_text().count("\n") >= 2:

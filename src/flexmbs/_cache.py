@@ -32,17 +32,15 @@ import time
 from pathlib import Path
 
 
-# modules outside flexmbs (beside it, in site-packages or an FMU's bundle) whose plain-Python
-# functions our kernels compile (kernels/motor.py): part of the kernels' digest
-LAWS = ("flexmbs_fmu/motor_law.py",)
-
-
-def source_digest(root: Path) -> str:
+def source_digest(root: Path, laws: tuple[str, ...] = ("flexmbs_fmu/motor_law.py",)) -> str:
     """Digest of every module under `root` that holds numba code (found by a numba import, or the
     kernels' settings, and a numba decorator, `kernel`, structref or a dispatcher class, so a
     new kernel module anywhere in the package is never left out, while a tool that only talks to numba, like this module, is): a new version gets a
     fresh cache folder, so a stale index (whose pickled types no longer exist) is never read.
-    numba itself checks each kernel's own file, not the files whose kernels it calls."""
+    numba itself checks each kernel's own file, not the files whose kernels it calls. laws:
+    modules beside the package (in site-packages or an FMU's bundle) whose plain-Python functions
+    our kernels compile (kernels/motor.py); a default argument, not a module constant, because
+    a built FMU carries this function's source alone (fmi/build.py)."""
     h = hashlib.sha1()
     for path in sorted(root.rglob("*.py")):
         source = path.read_bytes()
@@ -50,7 +48,7 @@ def source_digest(root: Path) -> str:
                 re.search(rb"@\w*\.?(njit|jit|overload\w*|intrinsic|kernel)\b|structref\.|class \w+\(CPUDispatcher\)", source):
             h.update(path.relative_to(root).as_posix().encode())
             h.update(source)
-    for law in LAWS:   # compiled into our kernels from beside the package: numba never checks them
+    for law in laws:   # compiled into our kernels from beside the package: numba never checks them
         path = root.parent / law
         h.update(law.encode())
         h.update(path.read_bytes() if path.is_file() else b"")

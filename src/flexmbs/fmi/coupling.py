@@ -30,12 +30,24 @@ more per coupled input. The held inputs keep the scheme first order in h.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from .cosim import Master
+
+class Master(Protocol):
+    """What the coupling reads of the master (fmi/cosim.py's Master, which imports this module):
+    its slaves by element name, links (source, destination), stepping sequence,
+    model descriptions, assembly, time [s] and one element's step."""
+
+    slaves: dict[str, Any]
+    links: list[Any]
+    sequence: Any
+    descriptions: dict[str, Any]
+    assembly: Any
+    t: float
+
+    def _step(self, name: str, h: float) -> None: ...
 
 # relative perturbation of an input for the step Jacobian
 PERTURBATION = 1e-3
