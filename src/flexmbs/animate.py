@@ -15,7 +15,8 @@ URL parameters of the HTML page (also for scripted checks): `?frame=K` shows sam
 `&scale=S` sets the deformation scale, `&speed=V` the playback speed (one of the listed
 choices), `&play=1` starts playing, `&dump=1` writes the drawn trace coordinates as JSON into
 the element `#flexmbs-dump` at every frame shown, with the clock of the playback so far
-(`played`: pairs of the page's performance.now() [ms] and the simulated time shown [s]).
+(`played`: pairs of the frame's clock [ms], the requestAnimationFrame timestamp from which the
+shown sample was chosen, on performance.now()'s time base, and the simulated time shown [s]).
 
 Long runs are decimated for the page to at most max_frames (default MAX_FRAMES) of their output
 samples, evenly spread and exact (no interpolation); the page says so. Frame coordinates are
@@ -276,7 +277,7 @@ _PLAYER = r"""
     let k = frame;
     while (k < nf - 1 && D.time[k + 1] <= t) k++;
     if (k >= nf - 1) playing = false;
-    if (dump) played.push([performance.now(), D.time[k]]);
+    if (dump) played.push([now, D.time[k]]);
     show(k);
     if (!playing) { button.textContent = 'play'; return; }
     requestAnimationFrame(tick);
