@@ -1,7 +1,7 @@
 """Where the packages' files live; everything else is in pyproject.toml.
 
 - src/flexmbs: the multibody core and the host-side tools (flexmbs.fmi: build, masters, SSP,
-  sweeps);
+  sweeps); src/flexmbs_laws: the physical laws the core and the FMU runtime share;
 - fmu_src/flexmbs_fmu: what runs inside an FMU (slave classes, plant and blocks, bundle loader,
   C front end);
 - models/: the shipped model files, installed as flexmbs/models (addressed by name).

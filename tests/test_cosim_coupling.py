@@ -158,7 +158,7 @@ def test_the_controlled_arm_agrees_with_its_motors_inside_the_plant(fmu_dir) -> 
     from flexmbs.fmi.cosim import Assembly, Element
     from flexmbs.model import load_model
 
-    from flexmbs_fmu.motor_law import PARAMETERS
+    from flexmbs_laws.motor import PARAMETERS
 
     model = load_model(models_dir() / "three_link_arm_motors.yaml")
     motors = {j.name: {p[0]: getattr(j.drive.motor, p[0]) for p in PARAMETERS} for j in model.joints}

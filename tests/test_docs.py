@@ -15,7 +15,7 @@ def _modules() -> list[str]:
     out = []
     for f in distribution("flexmbs").files or []:
         parts = Path(str(f)).parts
-        if f.suffix == ".py" and parts[0] in ("flexmbs", "flexmbs_fmu") and parts[-1] not in ("__init__.py", "__main__.py"):
+        if f.suffix == ".py" and parts[0] in ("flexmbs", "flexmbs_fmu", "flexmbs_laws") and parts[-1] not in ("__init__.py", "__main__.py"):
             out.append("/".join(parts))
     return out
 

@@ -26,7 +26,7 @@ def _installed_modules() -> list[str]:
     names = []
     for f in distribution("flexmbs").files or []:
         parts = Path(str(f)).parts
-        if f.suffix == ".py" and parts[0] in ("flexmbs", "flexmbs_fmu"):
+        if f.suffix == ".py" and parts[0] in ("flexmbs", "flexmbs_fmu", "flexmbs_laws"):
             mod = ".".join(parts)[:-3]
             names.append(mod.removesuffix(".__init__"))
     return sorted(names)

@@ -1,7 +1,7 @@
 """The geared DC motor inside the plant (drive type `motor`): its current integrated with the
 mechanism, against the closed-form response of a motor on a free inertia, the power balance of
 the armature circuit, the model checks, and the co-simulation of the torque-driven plant with
-the DC motor blocks (the same law, flexmbs_fmu/motor_law.py) at a small communication step."""
+the DC motor blocks (the same law, flexmbs_laws/motor.py) at a small communication step."""
 
 from __future__ import annotations
 

@@ -112,7 +112,7 @@ def test_a_long_preparation_says_it_is_compiling(monkeypatch, caplog) -> None:
 
 def test_the_kernel_cache_follows_every_source_its_kernels_compile(tmp_path) -> None:
     """The cache folder is named by a digest of the kernel sources: an edit to a kernel module,
-    or to the motor law the kernels compile from flexmbs_fmu beside the package, gives a new
+    or to the motor law the kernels compile from flexmbs_laws beside the package, gives a new
     folder (numba itself checks only each kernel's own file); an edit to a plain module does not."""
     import shutil
     from importlib.util import find_spec
@@ -120,7 +120,7 @@ def test_the_kernel_cache_follows_every_source_its_kernels_compile(tmp_path) -> 
     from flexmbs._cache import source_digest
 
     root = tmp_path / "site"
-    for name in ("flexmbs", "flexmbs_fmu"):
+    for name in ("flexmbs", "flexmbs_laws"):
         shutil.copytree(os.path.dirname(find_spec(name).origin), root / name,
                         ignore=shutil.ignore_patterns("__pycache__", "models"))
     first = source_digest(root / "flexmbs")
@@ -133,7 +133,7 @@ def test_the_kernel_cache_follows_every_source_its_kernels_compile(tmp_path) -> 
         finally:
             path.write_text(original)
 
-    assert edited(root / "flexmbs_fmu" / "motor_law.py") != first
+    assert edited(root / "flexmbs_laws" / "motor.py") != first
     assert edited(root / "flexmbs" / "kernels" / "motor.py") != first
     assert edited(root / "flexmbs" / "names.py") == first
     assert source_digest(root / "flexmbs") == first

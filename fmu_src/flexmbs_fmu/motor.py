@@ -1,5 +1,5 @@
 """A separately excited (permanent-magnet) DC motor with a rigid gearbox: the block form of the
-motor law of motor_law.py (armature circuit, back-EMF, gear losses; see there).
+motor law of flexmbs_laws/motor.py (armature circuit, back-EMF, gear losses; see there).
 
 The rotor turns rigidly with the load, so its inertia acts on the load side as
 J_reflected = ratio^2 J_rotor. A causal block (speed in, torque out) cannot apply an inertia
@@ -22,7 +22,7 @@ and the rate of w_load.
 from __future__ import annotations
 
 from .component import Component, real
-from .motor_law import PARAMETERS, current_after, current_after_ramp, gear_factor, load_torque, reflected_inertia
+from flexmbs_laws.motor import PARAMETERS, current_after, current_after_ramp, gear_factor, load_torque, reflected_inertia
 
 
 class DCMotor(Component):

@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 
 
-def source_digest(root: Path, laws: tuple[str, ...] = ("flexmbs_fmu/motor_law.py",)) -> str:
+def source_digest(root: Path, laws: tuple[str, ...] = ("flexmbs_laws/motor.py",)) -> str:
     """Digest of every module under `root` that holds numba code (found by a numba import, or the
     kernels' settings, and a numba decorator, `kernel`, structref or a dispatcher class, so a
     new kernel module anywhere in the package is never left out, while a tool that only talks to numba, like this module, is): a new version gets a

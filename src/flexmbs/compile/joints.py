@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from flexmbs_fmu import motor_law
+from flexmbs_laws import motor as motor_law
 
 from ..kernels.joints import CODE_OF
 from ..model import JOINTS, Issue, Joint, ModelError

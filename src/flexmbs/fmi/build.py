@@ -54,7 +54,7 @@ from flexmbs_fmu.trajectory import Trajectory
 from flexmbs_fmu.variables import Variable
 
 # The packages whose modules an FMU may bundle (what its slave imports of them).
-RUNTIME_PACKAGES = ("flexmbs", "flexmbs_fmu", "pythonfmu")
+RUNTIME_PACKAGES = ("flexmbs", "flexmbs_fmu", "flexmbs_laws", "pythonfmu")
 
 # The blocks that build_fmu.py --all builds next to the plants, by FMU name.
 COMPONENTS: dict[str, type[Component]] = {c.NAME: c for c in (DCMotor, PIDController, Trajectory)}

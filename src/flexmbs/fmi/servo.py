@@ -24,7 +24,7 @@ import numpy as np
 from flexmbs_fmu.controller import PIDController, pid_sample
 from .cosim import Assembly, Element
 from flexmbs_fmu.motor import DCMotor
-from flexmbs_fmu.motor_law import armature_rate, load_torque
+from flexmbs_laws.motor import armature_rate, load_torque
 from flexmbs_fmu.trajectory import min_jerk
 
 MOTOR_DEFAULTS = {v.name: v.start for v in DCMotor.VARIABLES if v.causality == "parameter"}

@@ -1,5 +1,5 @@
 """Geared DC motors inside the plant (numba): the motor law of the DC motor block
-(flexmbs_fmu/motor_law.py, compiled here) on the joints with a `motor` drive.
+(flexmbs_laws/motor.py, compiled here) on the joints with a `motor` drive.
 
 Each motor adds its armature current i [A] to the state, x = [q; u; i]:
     L di/dt = V - R i - k_t ratio qd        (V: the joint's voltage input [V])
@@ -9,13 +9,13 @@ is in S.motor_J (compile/joints.py). He 1993 (Sec. 9.4) couples the same motor t
 crank-rocker; integrating i with the mechanism keeps the back-EMF coupling inside one step.
 """
 
-from flexmbs_fmu import motor_law
+from flexmbs_laws import motor as motor_law
 from numba import njit
 
 from .settings import KERNEL, kernel
 
 # compiled without a cache of their own: the kernels that call them carry their code in theirs
-# (a cache is found by the file's place in flexmbs, and the law lives in flexmbs_fmu)
+# (a cache is found by the file's place in flexmbs, and the law lives in flexmbs_laws)
 _LAW = dict(KERNEL, cache=False)
 armature_rate = njit(**_LAW)(motor_law.armature_rate)
 load_torque = njit(**_LAW)(motor_law.load_torque)

@@ -186,7 +186,7 @@ class Profile:
 @dataclass
 class Motor:
     """A geared DC motor inside the plant (a `motor` drive): the DC motor block's parameters and
-    law (flexmbs_fmu/motor_law.py; tables.MOTOR gives units and bounds). R [ohm], L [H], k_t
+    law (flexmbs_laws/motor.py; tables.MOTOR gives units and bounds). R [ohm], L [H], k_t
     [N m/A = V s/rad], J_rotor [kg m^2] (motor side; ratio^2 J_rotor is added to the joint's
     inertia), b_motor [N m s/rad] (motor side), ratio (motor speed / joint speed), efficiency
     (fraction of the power the gear passes on), i0 [A] the armature current at the start."""

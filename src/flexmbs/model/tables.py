@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from flexmbs_fmu import motor_law
+from flexmbs_laws import motor as motor_law
 
 from ..flex import sections as sec
 from .elements import Section
