@@ -122,7 +122,7 @@ class GuardedSlave(Fmi2Slave):
     FMU and its interface)."""
 
     STATE_FORMAT = "flexmbs"
-    STATE_VERSION = 2     # 2: the serialised form carries the front end's FMI state and time
+    STATE_VERSION = 3     # 2: the serialised form carries the front end's FMI state and time; 3: the plant's, dopri5's memory
     log_categories = {
         "logStatusWarning": "Warnings: something was ignored or corrected.",
         "logStatusDiscard": "A step was not taken; the FMU stays at the start of that step.",

@@ -66,26 +66,29 @@ RATE_DELTA = 1e-6
 class Rollback:
     """What a step changes besides the state x: the integrator's memory (step size, step counts,
     RK4's stability check, the stage row that a saved state holds as the implicit method's
-    Jacobian state (dopri5's last stage otherwise), and for the implicit method its Jacobian, LU
-    factors, pivots and their validity). `keep()` before a step, `undo()` after a refused one,
-    so that a refused step leaves the plant bit for bit as it was."""
+    Jacobian state (dopri5's last stage otherwise); for the implicit method its Jacobian, LU
+    factors, pivots and their validity; for dopri5 its step controller, and from dense output
+    its own time and state, first stage, dense output and the last call's end). `keep()` before
+    a step, `undo()` after a refused one, so that a refused step leaves the plant bit for bit as
+    it was."""
 
     def __init__(self, stepper: Stepper) -> None:
         self.stepper = st = stepper
-        self.arrays = [st.K[6:]] + ([st.Jac, st.LU, st.piv, st.memo, st.hf]
-                                    if st.settings.method == "implicit" else [])
+        method = st.settings.method
+        self.arrays = [st.K[6:]] + ([st.Jac, st.LU, st.piv, st.memo, st.hf] if method == "implicit" else []) \
+            + ([st.K[:1], st.ctl, st.x_i, st.D, st.span, st.x_last] if method == "dopri5" else [])
         self.copies = [a.copy() for a in self.arrays]
         self.scalars: tuple = ()
 
     def keep(self) -> None:
         st = self.stepper
-        self.scalars = (st.h, st.nsteps, st.nrejected, st.stability_bound)
+        self.scalars = (st.h, st.nsteps, st.nrejected, st.stability_bound, st.t_i, st.t_last, st.u_last.copy())
         for a, c in zip(self.arrays, self.copies):
             np.copyto(c, a)
 
     def undo(self) -> None:
         st = self.stepper
-        st.h, st.nsteps, st.nrejected, st.stability_bound = self.scalars
+        st.h, st.nsteps, st.nrejected, st.stability_bound, st.t_i, st.t_last, st.u_last = self.scalars
         for a, c in zip(self.arrays, self.copies):
             np.copyto(a, c)
 
@@ -356,6 +359,7 @@ class Plant:
         st = self.stepper
         return dict(params=dict(self.params), inputs=self.inputs.tolist(), t=self.t, x=self.x.tolist(),
                     h=st.h, nsteps=st.nsteps, nrejected=st.nrejected, implicit=st.implicit_memory(),
+                    dopri5=st.dopri5_memory(),
                     initialized=self.initialized,
                     input_error=dict(self.input_error), failure=self.failure)
 
@@ -366,10 +370,12 @@ class Plant:
         applying parameters set earlier, as any first use does)."""
         self.configure()
         check_fields(data, {"params": dict, "inputs": list, "t": float, "x": list, "h": float, "nsteps": int,
-                            "nrejected": int, "implicit": dict, "initialized": bool, "input_error": dict,
+                            "nrejected": int, "implicit": dict, "dopri5": dict, "initialized": bool,
+                            "input_error": dict,
                             "failure": (str, type(None))}, "the state")
         check_time(data["t"], "the state's time")
         self.stepper.check_implicit_memory(data["implicit"])
+        self.stepper.check_dopri5_memory(data["dopri5"])
         if set(data["params"]) != set(self.params):
             raise ValueError("the state belongs to a model with other parameters; nothing was applied")
         finite_list(data["inputs"], self.inputs.size, "the state's inputs")
@@ -402,6 +408,7 @@ class Plant:
         self.stepper.h = float(data["h"])
         self.stepper.nsteps, self.stepper.nrejected = int(data["nsteps"]), int(data["nrejected"])
         self.stepper.restore_implicit_memory(data["implicit"])
+        self.stepper.restore_dopri5_memory(data["dopri5"])
         self.initialized = bool(data["initialized"])
         self.input_error = dict(data["input_error"])
         self.failure = data["failure"]

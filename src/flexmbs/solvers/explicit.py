@@ -54,27 +54,67 @@ def rk4_advance(S, W, t, x, t_end, h, inputs, K, xs):
 # 1993, Sec. II.6, the continuous extension of order 4 as their code DOPRI5 writes it, CONTD5)
 _D = np.array([-12715105075 / 11282082432, 0.0, 87487479700 / 32700410799, -10690763975 / 1880347072,
                701980252875 / 199316789632, -1453857185 / 822651844, 69997945 / 29380423])
-# largest growth of the step after an accepted step, and its safety factor
-_GROW, _SAFETY = 5.0, 0.9
+# Step-size control: the largest growth and shrinking of the step in one step, the safety
+# factor, and the PI controller's exponents (Gustafsson's stabilised control as Hairer's DOPRI5
+# writes it: h_new = h * SAFETY * err^-ALPHA * err_prev^BETA; E. Hairer, G. Wanner, Solving
+# Ordinary Differential Equations II, 2nd ed., Springer 1996, Sec. IV.2, "stabilized step size
+# control", with beta = 0.04 as their DOPRI5 code suggests; K. Gustafsson,
+# "Control theoretic techniques for stepsize selection in explicit Runge-Kutta methods", ACM
+# TOMS 17 (1991) 533-554). ERR_FLOOR: the previous error norm before the first accepted step,
+# and its least value.
+_GROW, _SHRINK, _SAFETY = 5.0, 0.2, 0.9
+_BETA = 0.04
+_ALPHA = 0.2 - 0.75 * _BETA
+ERR_FLOOR = 1e-4
 
 
 @njit(**JIT)
-def dopri5_advance(S, W, t, x, t_end, h, h_max, h_min, rtol, atol, inputs, K, xs, err, dense, D, span, xo):
-    """Adaptive Dormand-Prince 5(4) from t towards t_end [s]. K (7 x nx), xs, err (nx) scratch;
-    K[0] must hold f(t, x) on entry (FSAL) and holds f at the returned t on exit.
+def _next_step(h, en, ctl):
+    """The next step [s] after a trial of step h with error norm en, and the controller's memory
+    ctl updated: ctl[0] the error norm of the last accepted step, ctl[1] 1.0 while the last
+    trial was rejected. After a rejection the step shrinks by the I part alone, and the next
+    accepted step does not grow (no reject/accept cycles)."""
+    if not en <= 1.0:
+        ctl[1] = 1.0
+        return h * max(_SHRINK, _SAFETY * en ** -0.2)
+    factor = _SAFETY * max(en, 1e-10) ** -_ALPHA * ctl[0] ** _BETA
+    grow = 1.0 if ctl[1] != 0.0 else _GROW
+    ctl[0] = max(en, ERR_FLOOR)
+    ctl[1] = 0.0
+    return h * min(grow, max(_SHRINK, factor))
 
-    dense False: land exactly on t_end (x ends there). dense True: x and t are the integrator's
-    own state, which steps past t_end, and xo receives x(t_end) from the dense output of the step
-    that spans t_end, whose coefficients D (5 x nx) and span (its start and length [s]) are kept,
-    so a later t_end inside that step takes no step at all.
-    After a rejection the next step does not grow (avoids reject/accept cycles).
+
+@njit(**JIT)
+def _after_landing(h, planned, en):
+    """The next step [s] after an accepted step h shortened from the planned one to land on
+    t_end: the planned step, shrunk (by at most _SHRINK) as far as the short step's error en,
+    scaled up by the local error's h^5 to the planned step, says it would fail. Judging the
+    short step as a step of its own shrank every call's first steps; this rule is continuous in
+    h, so the steps do not depend on how the last bits of t_end fall, and the controller's
+    memory stays that of the last full step."""
+    if en <= 0.0:
+        return planned
+    return planned * max(_SHRINK, min(1.0, _SAFETY * (en * (planned / h) ** 5) ** -0.2))
+
+
+@njit(**JIT)
+def dopri5_advance(S, W, t, x, t_end, h, h_max, h_min, rtol, atol, inputs, K, xs, err, dense, D, span, xo, ctl):
+    """Adaptive Dormand-Prince 5(4) from t towards t_end [s]. K (7 x nx), xs, err (nx) scratch;
+    K[0] must hold f(t, x) on entry (FSAL) and holds f at the returned t on exit. ctl: the step
+    controller's memory (_next_step), carried from call to call.
+
+    dense False: land exactly on t_end (x ends there).
+    dense True: x and t are the integrator's own state, which steps past t_end, and xo receives
+    x(t_end) from the dense output of the step that spans t_end, whose coefficients D (5 x nx)
+    and span (its start and length [s]) are kept, so a later t_end inside that step takes no
+    step at all.
     Returns (status, t, h_next, nsteps, nrejected)."""
     nsteps = 0
     nrej = 0
-    rejected = False
     t_near = t_end - 1e-12 * max(1.0, abs(t_end))
     while t < t_near:
-        h = min(h, h_max) if dense else min(h, h_max, t_end - t)
+        planned = min(h, h_max)
+        h = planned if dense else min(planned, t_end - t)
         last = not dense and h >= t_end - t
         st, en = _dp_trial(S, W, t, x, h, inputs, K, xs, err, atol, rtol)
         if en <= 1.0:
@@ -89,13 +129,10 @@ def dopri5_advance(S, W, t, x, t_end, h, h_max, h_min, rtol, atol, inputs, K, xs
                 return st, t, h, nsteps, nrej
             K[0] = K[6]
             nsteps += 1
-            grow = 1.0 if rejected else _GROW
-            rejected = False
-            h = h * min(grow, max(0.2, _SAFETY * en ** -0.2)) if en > 0 else grow * h
+            h = _after_landing(h, planned, en) if last and h < planned else _next_step(h, en, ctl)
         else:
             nrej += 1
-            rejected = True
-            h = h * max(0.2, _SAFETY * en ** -0.2)
+            h = _next_step(h, en, ctl)
             if h < h_min:
                 return (STEP_TOO_SMALL if st == OK else st), t, h, nsteps, nrej
     if dense:
