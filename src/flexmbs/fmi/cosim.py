@@ -17,9 +17,11 @@ Elements may be FMI 2.0 or FMI 3.0 co-simulation FMUs, mixed: an FMI 3.0 one is 
 from __future__ import annotations
 
 import shutil
+import zipfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from xml.etree import ElementTree
 
 import numpy as np
 
@@ -94,6 +96,20 @@ class Fmi3Slave:
 
     def freeInstance(self) -> None:
         self.fmu.freeInstance()
+
+
+def describe(fmu: Path):
+    """fmpy's model description of the FMU file. For FMI 3.0, providesDirectionalDerivative is
+    set from FMI 3.0's attribute providesDirectionalDerivatives, which fmpy does not read into
+    it (the coupling's derivatives and stability estimate look for it)."""
+    from fmpy import read_model_description
+
+    md = read_model_description(str(fmu), validate=False)
+    if md.fmiVersion.startswith("3.") and md.coSimulation is not None:
+        with zipfile.ZipFile(fmu) as z:
+            cs = ElementTree.fromstring(z.read("modelDescription.xml")).find("CoSimulation")
+        md.coSimulation.providesDirectionalDerivative = cs.get("providesDirectionalDerivatives") in ("true", "1")
+    return md
 
 
 def open_slave(md, folder: str, name: str, logging: bool = False):
@@ -205,7 +221,7 @@ class Master:
 
     def __init__(self, assembly: Assembly, logging: bool = False, coupling: str = "explicit",
                  jacobian: str = "steps", jacobian_interval: int = 10) -> None:
-        from fmpy import extract, read_model_description
+        from fmpy import extract
 
         if coupling not in ("explicit", "implicit"):
             raise CosimError(f"{assembly.name}: coupling {coupling!r} unknown; choose explicit or implicit")
@@ -220,7 +236,7 @@ class Master:
             fmu = Path(e.fmu)
             if not fmu.is_file():
                 raise CosimError(f"{assembly.name}: element {e.name}: no FMU file {fmu}")
-            md = descriptions[e.name] = read_model_description(str(fmu), validate=False)
+            md = descriptions[e.name] = describe(fmu)
             self.vars[e.name] = {v.name: v for v in md.modelVariables}
             inputs = [v.name for v in md.modelVariables if v.causality == "input"]
             for u in md.outputs:   # no dependencies attribute: it may depend on every input
