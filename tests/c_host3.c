@@ -6,7 +6,7 @@
  * usage: c_host3 BINARY RESOURCE_PATH TOKEN STEP NSTEPS NIN VR_IN... VALUE_IN... NOUT VR_OUT...
  * The inputs are held constant. Besides the rows, it checks what fmi3DoStep must write on every
  * return (Modelica Association, "Functional Mock-up Interface Specification 3.0", 2022, section
- * 4.2.2): no event, no termination, no early return, lastSuccessfulTime the end of the step.
+ * 4.2.1): no event, no termination, no early return, lastSuccessfulTime the end of the step.
  * Exit status: 0 ok, 2 usage, 3 load, 4 instantiate, 5 a call failed, 6 a wrong out-argument. */
 
 #include <dlfcn.h>

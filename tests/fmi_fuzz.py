@@ -89,6 +89,8 @@ class Fmi2Calls:
     """The fmi2* calls the fuzzer makes, by purpose."""
 
     version, binaries, separate_setup, input_rates = 2, "linux64", True, True
+    get_states = GET          # where the Real getter answers
+    positive_step = False     # a step of 0 s is taken
 
     def __init__(self, lib: C.CDLL, md, folder: Path, log) -> None:
         self.lib = lib
@@ -197,6 +199,8 @@ class Fmi3Calls(Fmi2Calls):
     Specification 3.0", 2022, sections 2.3 and 4.2)."""
 
     version, binaries, separate_setup, input_rates = 3, "x86_64-linux", False, False
+    get_states = GET | {"instantiated"}     # section 2.3.2: start values before initialisation
+    positive_step = True                    # section 4.2.1: communicationStepSize > 0
 
     def __init__(self, lib: C.CDLL, md, folder: Path, log) -> None:
         self.lib = lib
@@ -376,7 +380,7 @@ class Fuzzer:
         refs = rng.sample(self.vr_out + [self.vr_in], rng.randint(1, len(self.vr_out) + 1))
         values = (C.c_double * len(refs))()
         got = self.api.get_reals(c, refs, values)
-        self.expect(f"getReal({refs})", got, OK if m.state in GET else ERROR)
+        self.expect(f"getReal({refs})", got, OK if m.state in self.api.get_states else ERROR)
         if got == OK and not all(math.isfinite(v) for v in values):
             raise FuzzFailure(f"getReal({refs}) gave {list(values)}")
 
@@ -384,6 +388,7 @@ class Fuzzer:
         t = rng.choice([m.t, m.t, m.t, m.t + 1.0, math.nan])
         h = rng.choice([1e-3, 1e-3, 5e-3, 0.0, -1e-3, math.nan, 1e6, 2 * TIME_LIMIT])
         if m.state != "complete" or not (math.isfinite(t) and math.isfinite(h) and h >= 0) \
+                or (h == 0 and self.api.positive_step) \
                 or abs(t + h) > TIME_LIMIT or abs(t - m.t) > 1e-9 * max(1.0, abs(m.t)):
             want = ERROR
         elif m.pending or (h > 0 and self.p["budget"](h)):

@@ -101,7 +101,7 @@ def test_the_fmi3_description_validates_and_matches_the_fmi2_one(fmu_path, fmu3_
     deps3 = {u.variable.name: [d.name for d in u.dependencies] for u in md3.outputs}
     assert deps3 == deps2
     assert sorted(u.variable.name for u in md3.initialUnknowns) == sorted(u.variable.name for u in md2.initialUnknowns)
-    with zipfile.ZipFile(path3) as z:      # the attributes as FMI 3.0 spells them (section 4.3.1)
+    with zipfile.ZipFile(path3) as z:      # the attributes as FMI 3.0 spells them (section 4.4)
         cs = ElementTree.fromstring(z.read("modelDescription.xml")).find("CoSimulation").attrib
     for flag in ("canGetAndSetFMUState", "canSerializeFMUState", "providesDirectionalDerivatives",
                  "providesAdjointDerivatives", "canHandleVariableCommunicationStepSize"):
@@ -180,8 +180,8 @@ def test_bad_calls_get_fmi3error_with_a_logged_message_and_the_host_goes_on(fmu3
     _refused(fmu.doStep, 0.0, 0.01)
     out = _logged(capsys)
     assert "[ERROR]" in out and "fmi3DoStep is not allowed in state 'instantiated'" in out
-    _refused(fmu.getFloat64, r.outs[:1])
-    assert "fmi3GetFloat64 is not allowed in state 'instantiated'" in _logged(capsys)
+    _refused(fmu.getOutputDerivatives, r.outs[:1], [1])
+    assert "fmi3GetOutputDerivatives is not allowed in state 'instantiated'" in _logged(capsys)
     _refused(fmu.exitInitializationMode)
     assert "fmi3ExitInitializationMode is not allowed in state 'instantiated'" in _logged(capsys)
     _refused(fmu.enterInitializationMode, None, math.nan)
@@ -207,10 +207,32 @@ def test_bad_calls_get_fmi3error_with_a_logged_message_and_the_host_goes_on(fmu3
     assert "the independent variable time" in _logged(capsys)
     _refused(fmu.doStep, 0.5, 0.01)
     assert "fmi3DoStep: the step starts at t = 0.5 s but the FMU is at t = 0.0 s" in _logged(capsys)
+    _refused(fmu.doStep, 0.0, 0.0)            # section 4.2.1: communicationStepSize > 0
+    assert "a finite positive step" in _logged(capsys)
     # the host goes on: a valid step, and time reads the FMU's time among the outputs
     assert fmu.doStep(0.0, 0.01) == (False, False, False, 0.01)
     values = fmu.getFloat64([r.outs[0], time_vr, r.outs[1]])
     assert values[1] == 0.01 and all(np.isfinite(values))
+    r.close()
+
+
+@pytest.mark.parametrize("name", ["huang_two_link", "dc_motor"])
+def test_start_values_are_read_in_instantiated(fmu3_path, name) -> None:
+    """FMI 3.0 (section 2.3.2) lets a host read start values before initialisation: every
+    input and parameter reads its description's start value (solver.method too), `time` reads
+    0, and the outputs read finite values of the start state."""
+    r = Run(fmu3_path(name), "start")
+    fmu = r.slave.fmu
+    reals = [v for v in r.md.modelVariables if v.type == "Float64"]
+    values = dict(zip((v.name for v in reals), fmu.getFloat64([v.valueReference for v in reals])))
+    for v in reals:
+        if v.causality in ("input", "parameter"):
+            assert values[v.name] == float(v.start), v.name
+    assert values["time"] == 0.0 and all(np.isfinite(list(values.values())))
+    strings = [v for v in r.md.modelVariables if v.type == "String"]
+    assert fmu.getString([v.valueReference for v in strings]) == [v.start for v in strings]
+    r.start()                                  # and the run goes on as usual
+    r.step(0, 0.01)
     r.close()
 
 

@@ -87,6 +87,7 @@ static const Flavour FMI2 = {
     .token = "GUID",
     .leave_failed = "restore a saved state with fmi2SetFMUstate, or fmi2Reset",
     .state_makers = "fmi2GetFMUstate or fmi2DeSerializeFMUstate",
+    .positive_step = 0,
 };
 
 /* ------------------------------------------------------------------ FMI API */

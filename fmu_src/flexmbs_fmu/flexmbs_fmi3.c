@@ -8,9 +8,9 @@
  * under both front ends, so the same calls give the same values, bit for bit.
  *
  * What this file adds is the fmi3* API (Modelica Association, "Functional Mock-up Interface
- * Specification 3.0", 2022, section 2.2 for the common functions and section 4.2 for
- * co-simulation), on the co-simulation state machine of section 4.2 (figure "Calling sequence
- * of Co-Simulation") without Event Mode:
+ * Specification 3.0", 2022: section 2.2, general mechanisms; section 2.3, the common state
+ * machine; section 4.2, the co-simulation state machine and Step Mode), on the co-simulation
+ * state machine without Event Mode:
  *
  *  - fmi3InstantiateCoSimulation -> Instantiated; fmi3EnterInitializationMode (which also takes
  *    the experiment's start and stop times and tolerance, as fmi2SetupExperiment did) ->
@@ -20,8 +20,11 @@
  *    discarded": no step and no value set until fmi3SetFMUState or fmi3Reset (as the
  *    Reference-FMUs' StepDiscarded); getters answer;
  *  - the allowed calls per state are those of the FMI 2.0 front end for the calls both versions
- *    have (flexmbs_fmi_core.h); a call out of sequence returns fmi3Error with a logged message;
- *  - fmi3DoStep writes its four out-arguments on every return: no event handling needed, no
+ *    have (flexmbs_fmi_core.h), but that fmi3GetFloat64 and fmi3GetString also answer in
+ *    Instantiated (section 2.3.2: the start values; outputs of the start state); a call out of
+ *    sequence returns fmi3Error with a logged message;
+ *  - fmi3DoStep takes positive steps only (section 4.2.1) and writes its four out-arguments on
+ *    every return: no event handling needed, no
  *    termination asked for, no early return (the FMU never returns early:
  *    mightReturnEarlyFromDoStep is false), and lastSuccessfulTime, the FMU's time after the call;
  *  - every variable is a scalar Float64 or String (value references, names and units as in the
@@ -83,9 +86,10 @@ static const Flavour FMI3 = {
     .token = "instantiation token",
     .leave_failed = "restore a saved state with fmi3SetFMUState, or fmi3Reset",
     .state_makers = "fmi3GetFMUState or fmi3DeserializeFMUState",
+    .positive_step = 1,   /* section 4.2.1: communicationStepSize must be > 0 */
 };
 
-/* Every variable is a scalar: one value per value reference (section 2.2.6.2). 0, logged, if not. */
+/* Every variable is a scalar: one value per value reference (section 2.2.7.2). 0, logged, if not. */
 static int scalars(Instance *in, size_t nvr, size_t n_values)
 {
     if (n_values == nvr) return 1;
@@ -94,7 +98,7 @@ static int scalars(Instance *in, size_t nvr, size_t n_values)
     return 0;
 }
 
-/* ------------------------------------------------------------------ instances (section 2.2.1, 4.2.1) */
+/* ------------------------------------------------------------------ instances (section 2.3.1) */
 
 EXPORT const char *fmi3GetVersion(void) { return "3.0"; }
 
@@ -171,7 +175,7 @@ EXPORT fmi3Status fmi3SetDebugLogging(fmi3Instance instance, fmi3Boolean logging
     return (fmi3Status)set_debug_logging(in, loggingOn, nCategories, categories);
 }
 
-/* ------------------------------------------------------------------ modes (section 2.2.4, 4.2) */
+/* ------------------------------------------------------------------ modes (sections 2.3.2, 2.3.3, 2.3.8) */
 
 /* The experiment (checked as fmi2SetupExperiment's arguments are), then Initialization Mode. */
 EXPORT fmi3Status fmi3EnterInitializationMode(fmi3Instance instance, fmi3Boolean toleranceDefined,
@@ -185,7 +189,7 @@ EXPORT fmi3Status fmi3EnterInitializationMode(fmi3Instance instance, fmi3Boolean
     return (fmi3Status)(t > s ? t : s);
 }
 
-/* Without Event Mode, leaving Initialization Mode enters Step Mode (section 4.2.1). */
+/* Without Event Mode, leaving Initialization Mode enters Step Mode (section 2.3.3). */
 EXPORT fmi3Status fmi3ExitInitializationMode(fmi3Instance instance)
 {
     ENTER("fmi3ExitInitializationMode", INITIALIZATION_MODE, fmi3Error)
@@ -204,7 +208,7 @@ EXPORT fmi3Status fmi3Reset(fmi3Instance instance)
     return (fmi3Status)reset_instance(in);
 }
 
-/* ------------------------------------------------------------------ values (section 2.2.6) */
+/* ------------------------------------------------------------------ values (section 2.2.7.2) */
 
 /* fmi3GetFloat64 ... fmi3SetString: allowed in the state masks, scalars, then the core's call. */
 #define ACCESS(name, mask, type, op)                                                                      \
@@ -216,9 +220,9 @@ EXPORT fmi3Status fmi3Reset(fmi3Instance instance)
         return (fmi3Status)op(in, vr, nvr, values);                                                       \
     }
 
-ACCESS(fmi3GetFloat64, MASK_GET, fmi3Float64, get_reals)
+ACCESS(fmi3GetFloat64, MASK_GET | INSTANTIATED, fmi3Float64, get_reals)
 ACCESS(fmi3SetFloat64, MASK_SET, const fmi3Float64, set_reals)
-ACCESS(fmi3GetString, MASK_GET, fmi3String, get_strings)
+ACCESS(fmi3GetString, MASK_GET | INSTANTIATED, fmi3String, get_strings)
 ACCESS(fmi3SetString, MASK_SET, const fmi3String, set_strings)
 
 /* A type of which this FMU has no variable: every value reference is refused (nothing is read
@@ -282,7 +286,7 @@ EXPORT fmi3Status fmi3SetClock(fmi3Instance instance, const fmi3ValueReference v
     return none_of_type(in, vr, nvr, values);
 }
 
-/* ------------------------------------------------------------------ FMU state (section 2.2.7) */
+/* ------------------------------------------------------------------ FMU state (section 2.2.7.4) */
 
 EXPORT fmi3Status fmi3GetFMUState(fmi3Instance instance, fmi3FMUState *FMUState)
 {
@@ -322,7 +326,7 @@ EXPORT fmi3Status fmi3DeserializeFMUState(fmi3Instance instance, const fmi3Byte 
     return (fmi3Status)deserialize_state(in, (const char *)serializedState, size, FMUState);
 }
 
-/* ------------------------------------------------------------------ derivatives (section 2.2.11, 4.2.4) */
+/* ------------------------------------------------------------------ derivatives (sections 2.2.12, 4.2.1) */
 
 /* sensitivity = (d outputs / d inputs) seed, the unknowns outputs, the knowns inputs, at the
    current time, state and inputs (providesDirectionalDerivative). Scalars: nSeed == nKnowns,
@@ -362,7 +366,7 @@ EXPORT fmi3Status fmi3GetOutputDerivatives(fmi3Instance instance, const fmi3Valu
     return (fmi3Status)output_derivatives(in, vr, nvr, orders, values);
 }
 
-/* ------------------------------------------------------------------ the step (section 4.2.2) */
+/* ------------------------------------------------------------------ the step (section 4.2.1) */
 
 /* One synchronous step (see the core's do_step). The out-arguments are written on every
    return, a refused call included: no event, no termination, no early return, and the FMU's

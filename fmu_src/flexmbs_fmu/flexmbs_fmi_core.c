@@ -1849,14 +1849,18 @@ Status output_derivatives(Instance *in, const uint32_t vr[], size_t nvr, const i
 
 /* ------------------------------------------------------------------ the step */
 
-/* The step's arguments: finite times within +-SHIM_TIME_LIMIT, a non-negative step, from the
-   FMU's own time (its last successful time; the slave checks that too). 0, logged, if not. */
+/* The step's arguments: finite times within +-SHIM_TIME_LIMIT, a non-negative step (FMI 3.0:
+   positive), from the FMU's own time (its last successful time; the slave checks that too).
+   0, logged, if not. */
 static int step_ok(Instance *in, double t, double h)
 {
     char a[40], b[40];
-    if (!isfinite(t) || !isfinite(h) || h < 0 || fabs(t) > SHIM_TIME_LIMIT || fabs(t + h) > SHIM_TIME_LIMIT) {
+    int positive = in->flavour->positive_step;
+    if (!isfinite(t) || !isfinite(h) || h < 0 || (positive && h == 0) || fabs(t) > SHIM_TIME_LIMIT ||
+        fabs(t + h) > SHIM_TIME_LIMIT) {
         logf_(in, ST_ERROR, "%s: the step from t = %g s by %g s is not a finite time within +-%g s and a finite "
-              "non-negative step; refused, the FMU is unchanged", in->call, t, h, SHIM_TIME_LIMIT);
+              "%s step; refused, the FMU is unchanged", in->call, t, h, SHIM_TIME_LIMIT,
+              positive ? "positive" : "non-negative");
         return 0;
     }
     if (fabs(t - in->last_successful) > 1e-9 * fmax(1.0, fabs(in->last_successful))) {

@@ -74,6 +74,7 @@ typedef struct {
     const char *token;              /* what the instantiation token is called: "GUID" */
     const char *leave_failed;       /* how to leave "step failed" */
     const char *state_makers;       /* the calls that make FMU states */
+    int positive_step;              /* a step of 0 s is refused (FMI 3.0), else taken (FMI 2.0) */
 } Flavour;
 
 /* The host's logger: FMI 2.0's takes a printf format and the instance name, FMI 3.0's neither. */

@@ -435,7 +435,7 @@ def _package(ident: str, model_name: str, module: str, variables: list[Variable]
 
 def _to_fmi3(fmu: Path, work: Path, xml: bytes, why: Optional[str], ident: str) -> None:
     """Make the FMI 2.0 FMU `fmu` an FMI 3.0 one in place: `xml` its description, the FMI 3.0
-    front end compiled as work/fmi3.so its only binary (FMI 3.0, section 2.5.1:
+    front end compiled as work/fmi3.so its only binary (FMI 3.0, section 2.5.1.4:
     binaries/x86_64-linux), every FMI 2.0 binary (pythonfmu's for other platforms too) dropped;
     `why` is why the front end could not be compiled (then there is no FMI 3.0 FMU)."""
     if why is not None:

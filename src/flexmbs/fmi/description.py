@@ -196,7 +196,7 @@ def model_description_3(variables: list[Variable], *, model_identifier: str, mod
                         start_time: float, stop_time: float, step_size: float,
                         tolerance: Optional[float]) -> bytes:
     """The FMI 3.0 co-simulation modelDescription.xml (UTF-8): Modelica Association, "Functional
-    Mock-up Interface Specification 3.0", 2022, section 2.4 (the description), 4.3 (the
+    Mock-up Interface Specification 3.0", 2022, section 2.4 (the description), 4.4 (the
     co-simulation attributes). The variables keep their FMI 2.0 value references; the
     independent variable `time` [s] follows them (section 2.4.7.4: exactly one independent
     variable). Raises ValueError for a variable type FMI 3.0 would name otherwise (only Real and
