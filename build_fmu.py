@@ -1,7 +1,8 @@
 #!/usr/bin/env python
-"""Build validated FMI 2.0 co-simulation FMUs from flexmbs model files.
+"""Build validated FMI 2.0 (or, with --fmi-version 3, FMI 3.0) co-simulation FMUs from flexmbs
+model files.
 
-    python build_fmu.py MODEL.yaml [MODEL.yaml ...] [-o DIR]
+    python build_fmu.py MODEL.yaml [MODEL.yaml ...] [-o DIR] [--fmi-version 3]
     python build_fmu.py --block dc_motor [-o DIR]   # a block: dc_motor, pid_controller, trajectory
     python build_fmu.py --all [-o DIR]          # every models/*.yaml and every block
 

@@ -1,13 +1,15 @@
-"""The C front end (fmu_src/flexmbs_fmu/flexmbs_fmi2.c) under AddressSanitizer (issue 23).
+"""The C front ends (fmu_src/flexmbs_fmu/flexmbs_fmi2.c, flexmbs_fmi3.c and their shared
+flexmbs_fmi_core.c) under AddressSanitizer (issue 23; FMI 3.0: issue 28).
 
-Builds the FMUs of Huang's arm, the double pendulum and the DC motor, recompiles each one's front
+Builds the FMUs of Huang's arm, the double pendulum and the DC motor (and FMI 3.0 FMUs of the
+double pendulum and the DC motor), recompiles each one's front
 end with -fsanitize=address (flexmbs.fmi.frontend.compile_front_end's flags), then runs on them,
 each in its own process with the sanitizer's runtime preloaded (neither Python nor the host is
 instrumented):
 - every pattern of the hostile C host (tests/c_hostile.c: exit-handler free, locking logger on
   two threads, repeated deserialisation, instantiate/free cycles, restore after terminate, calls
   after a discard, a huge step, bad sizes and forged handles);
-- the FMI call fuzzer (tests/fmi_fuzz.py) on the plant and on the block.
+- the FMI call fuzzer (tests/fmi_fuzz.py) on the plant and on the block, FMI 2.0 and FMI 3.0.
 
 It reports per run, and in total, the invalid accesses AddressSanitizer found anywhere (reads or
 writes out of bounds, use after free, double free: each "ERROR: AddressSanitizer" report) and the
@@ -43,7 +45,7 @@ PATTERNS = [("double_pendulum", "exit-free", None), ("double_pendulum", "locking
             ("huang_two_link", "deserialize", 2000), ("double_pendulum", "cycles", 20),
             ("double_pendulum", "restore-after-terminate", None), ("double_pendulum", "after-discard", None),
             ("huang_two_link", "huge-step", None), ("double_pendulum", "bad-size", None)]
-FUZZED = ["double_pendulum", "dc_motor"]
+FUZZED = ["double_pendulum", "dc_motor", "fmi3-double_pendulum", "fmi3-dc_motor"]
 
 
 def build_fmus(out: Path) -> dict[str, Path]:
@@ -52,6 +54,9 @@ def build_fmus(out: Path) -> dict[str, Path]:
 
     fmus = {name: build(models_dir() / f"{name}.yaml", out).path for name in ("double_pendulum", "huang_two_link")}
     fmus["dc_motor"] = build_component("dc_motor", out).path
+    out3 = out / "fmi3"
+    fmus["fmi3-double_pendulum"] = build(models_dir() / "double_pendulum.yaml", out3, fmi_version=3).path
+    fmus["fmi3-dc_motor"] = build_component("dc_motor", out3, fmi_version=3).path
     return fmus
 
 
@@ -61,17 +66,22 @@ def instrument(fmu: Path, out: Path) -> Path:
 
     md = read_model_description(str(fmu))
     ident = md.coSimulation.modelIdentifier
+    version = int(md.fmiVersion[0])
+    platform = "linux64" if version == 2 else "x86_64-linux"
     with zipfile.ZipFile(fmu) as z:
         module = z.read("resources/slavemodule.txt").decode().strip()
         so = out / f"{ident}.so"
-        variables = [types.SimpleNamespace(type=v.type) for v in md.modelVariables]
-        why = compile_front_end(so, md.guid, variables, module, ident, flags=FLAGS)
+        # the FMU's own variables (FMI 3.0's independent variable follows them), as frontend reads them
+        variables = [types.SimpleNamespace(type={"Float64": "Real"}.get(v.type, v.type)) for v in md.modelVariables
+                     if v.causality != "independent"]
+        why = compile_front_end(so, md.guid, variables, module, ident, flags=FLAGS, fmi_version=version)
         if why is not None:
             raise SystemExit(f"cannot build the instrumented front end: {why}")
-        target = out / fmu.name
+        target = out / f"fmi{version}" / fmu.name
+        target.parent.mkdir(exist_ok=True)
         with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as new:
             for item in z.infolist():
-                binary = item.filename == f"binaries/linux64/{ident}.so"
+                binary = item.filename == f"binaries/{platform}/{ident}.so"
                 new.writestr(item, so.read_bytes() if binary else z.read(item.filename))
     return target
 
@@ -108,7 +118,7 @@ def run(name: str, cmd: list[str], logs: Path, asan: str) -> tuple[int, int, int
     ours = other = 0
     for report in re.split(r"\n(?=(?:Direct|Indirect) leak of)", text):
         if report.startswith("Direct leak of"):
-            if re.search(r"flexmbs_fmi2\.c|/binaries/linux64/\w+\.so", report):
+            if re.search(r"flexmbs_fmi(2|3|_core)\.c|/binaries/(linux64|x86_64-linux)/\w+\.so", report):
                 ours += 1
             else:
                 other += 1

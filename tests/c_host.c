@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "fmi2_host.h"
+#include "host_args.h"
 
 
 static void logger(void *env, const char *name, int status, const char *category, const char *message, ...)
@@ -32,34 +33,15 @@ typedef int (*GetReal)(Comp, const unsigned *, size_t, double *);
 typedef int (*DoStep)(Comp, double, double, int);
 typedef void (*Free)(Comp);
 
-#define NEED(var, type, sym)                                                   \
-    type var = (type)dlsym(lib, sym);                                           \
-    if (!var) {                                                                 \
-        fprintf(stderr, "missing %s\n", sym);                                   \
-        return 3;                                                               \
-    }
-
 int main(int argc, char **argv)
 {
     int timing = argc > 1 && strcmp(argv[1], "-t") == 0;
     if (timing) argv++, argc--;
-    if (argc < 8) return 2;
-    void *lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-        fprintf(stderr, "dlopen: %s\n", dlerror());
-        return 3;
-    }
-    double h = atof(argv[4]);
-    int nsteps = atoi(argv[5]), k = 6;
-    int nin = atoi(argv[k++]);
-    unsigned vin[64];
-    double uin[64];
-    for (int i = 0; i < nin; i++) vin[i] = (unsigned)atoi(argv[k++]);
-    for (int i = 0; i < nin; i++) uin[i] = atof(argv[k++]);
-    int nout = atoi(argv[k++]);
-    unsigned vout[256];
+    static HostArgs a;
+    if (!host_args(argc, argv, &a)) return 2;
+    void *lib = load_binary(argv[1]);
+    if (!lib) return 3;
     double y[256];
-    for (int i = 0; i < nout; i++) vout[i] = (unsigned)atoi(argv[k++]);
 
     NEED(instantiate, Instantiate, "fmi2Instantiate")
     NEED(setup, Setup, "fmi2SetupExperiment")
@@ -74,25 +56,21 @@ int main(int argc, char **argv)
     Callbacks cb = {logger, calloc, free, NULL, NULL};
     Comp c = instantiate("c_host", 1, argv[3], argv[2], &cb, 0, 0);
     if (!c) return 4;
-    if (setup(c, 0, 0.0, 0.0, 0, 0.0) || enter(c) || setReal(c, vin, nin, uin) || exit_(c)) return 5;
+    if (setup(c, 0, 0.0, 0.0, 0, 0.0) || enter(c) || setReal(c, a.vin, a.nin, a.uin) || exit_(c)) return 5;
     double t = 0.0;
     struct timespec t0, t1;
-    for (int s = 0; s <= nsteps; s++) {
+    for (int s = 0; s <= a.nsteps; s++) {
         if (s == 1) clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t0);
-        if (getReal(c, vout, nout, y)) return 5;
-        if (!timing) {
-            printf("%.17g", t);
-            for (int i = 0; i < nout; i++) printf(" %.17g", y[i]);
-            printf("\n");
-        }
-        if (s == nsteps) break;
-        if (setReal(c, vin, nin, uin) || doStep(c, t, h, 1)) return 5;
-        t = (s + 1) * h;
+        if (getReal(c, a.vout, a.nout, y)) return 5;
+        if (!timing) print_row(t, y, a.nout);
+        if (s == a.nsteps) break;
+        if (setReal(c, a.vin, a.nin, a.uin) || doStep(c, t, a.h, 1)) return 5;
+        t = (s + 1) * a.h;
     }
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t1);
-    if (timing && nsteps > 1)
+    if (timing && a.nsteps > 1)
         printf("elapsed %.9f %d\n", (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec),
-               nsteps - 1);
+               a.nsteps - 1);
     if (terminate(c)) return 5;
     freeInstance(c);
     dlclose(lib);

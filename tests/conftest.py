@@ -78,3 +78,21 @@ def c_program(tmp_path_factory):
             built[name] = exe
         return built[name]
     return get
+
+
+@pytest.fixture(scope="session")
+def fmu3_path(tmp_path_factory):
+    """fmu3_path(name) -> path of the FMI 3.0 FMU of models/<name>.yaml or of the block `name`,
+    built (and validated with fmpy validate and fmutool -check) on first use."""
+    from flexmbs.fmi.build import COMPONENTS, build, build_component
+
+    out = tmp_path_factory.mktemp("fmus3")
+    built: dict[str, str] = {}
+
+    def get(name: str) -> str:
+        if name not in built:
+            made = (build_component(name, out, fmi_version=3) if name in COMPONENTS
+                    else build(MODELS / f"{name}.yaml", out, fmi_version=3))
+            built[name] = str(made.path)
+        return built[name]
+    return get

@@ -247,16 +247,27 @@ class GuardedSlave(Fmi2Slave):
 
     def fmi_directional(self, unknowns: list[int], known: list) -> list[float] | None:
         """fmi2GetDirectionalDerivative: known = [input value references, seed]; None if refused (logged)."""
-        return self._guard("fmi2GetDirectionalDerivative", lambda: [float(v) for v in self.directional(
+        return self._guard("the directional derivative", lambda: [float(v) for v in self.directional(
             self.variables_of(unknowns, "output"), self.variables_of(known[0], "input"), known[1])])
+
+    def fmi_adjoint(self, unknowns: list[int], known: list) -> list[float] | None:
+        """fmi3GetAdjointDerivative: known = [input value references, seed over the unknowns];
+        the seed times (d unknowns / d knowns), one value per known, from one directional
+        derivative per known (a column of the Jacobian each); None if refused (logged)."""
+        def adjoint() -> list[float]:
+            outputs, inputs = self.variables_of(unknowns, "output"), self.variables_of(known[0], "input")
+            seed = known[1]
+            columns = [self.directional(outputs, [u], [1.0]) for u in inputs]
+            return [float(sum(s * c for s, c in zip(seed, column))) for column in columns]
+        return self._guard("the adjoint derivative", adjoint)
 
     def fmi_input_derivatives(self, vrs: list[int], rates: list[float]) -> None:
         """fmi2SetRealInputDerivatives (first order; the front end checked the orders and values)."""
-        self._guard("fmi2SetRealInputDerivatives", lambda: self.input_rates(self.variables_of(vrs, "input"), rates))
+        self._guard("setting input derivatives", lambda: self.input_rates(self.variables_of(vrs, "input"), rates))
 
     def fmi_output_derivatives(self, vrs: list[int], _unused: list) -> list[float] | None:
         """fmi2GetRealOutputDerivatives (first order); None if refused (logged)."""
-        return self._guard("fmi2GetRealOutputDerivatives",
+        return self._guard("the output derivatives",
                            lambda: [float(v) for v in self.output_rates(self.variables_of(vrs, "output"))])
 
     # ---------------------------------------------------------------- guarded FMI entry points

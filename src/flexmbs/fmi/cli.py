@@ -33,16 +33,20 @@ from .build import COMPONENTS, BuildError, build, build_component
 @click.option("--no-kernels", is_flag=True,
               help="Do not carry the plant's compiled kernels (a smaller FMU that compiles them on first use on "
                    "every other machine).")
+@click.option("--fmi-version", type=click.Choice(["2", "3"]), default="2", show_default=True,
+              help="FMI version of the FMUs: 2 (FMI 2.0) or 3 (FMI 3.0); docs/fmu.md says which to pick.")
 @_user_errors
 def build_command(model_files: Sequence[str], build_all: bool, blocks: Sequence[str], out_dir: str,
-                  no_check: bool, standalone: bool, no_kernels: bool) -> None:
-    """Build FMI 2.0 co-simulation FMUs of model files (or shipped model names) and blocks, and
-    validate them."""
+                  no_check: bool, standalone: bool, no_kernels: bool, fmi_version: str) -> None:
+    """Build FMI 2.0 or FMI 3.0 co-simulation FMUs of model files (or shipped model names) and
+    blocks, and validate them."""
+    version = int(fmi_version)
+
     def plant(what: str, out: str, check: bool):
-        return build(what, out, check=check, standalone=standalone, kernels=not no_kernels)
+        return build(what, out, check=check, standalone=standalone, kernels=not no_kernels, fmi_version=version)
 
     def block(what: str, out: str, check: bool):
-        return build_component(what, out, check=check, standalone=standalone)
+        return build_component(what, out, check=check, standalone=standalone, fmi_version=version)
 
     jobs = [(path, plant) for path in model_files] + [(name, block) for name in blocks]
     if build_all:
@@ -60,8 +64,8 @@ def build_command(model_files: Sequence[str], build_all: bool, blocks: Sequence[
             continue
         check = "not validated" if no_check else "valid (fmpy validate, fmutool -check)"
         size = built.path.stat().st_size / 1e6
-        click.echo(f"{built.path}: {built.n_inputs} inputs, {built.n_parameters} parameters, "
-                   f"{built.n_outputs} outputs, {size:.1f} MB; {check}")
+        click.echo(f"{built.path}: FMI {built.fmi_version}.0, {built.n_inputs} inputs, {built.n_parameters} "
+                   f"parameters, {built.n_outputs} outputs, {size:.1f} MB; {check}")
     if failed:
         raise click.ClickException(f"{failed} of {len(jobs)} FMUs failed")
 

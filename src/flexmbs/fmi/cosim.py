@@ -10,14 +10,18 @@ runner starts every connection at 0 instead, which is the same for a system star
 at zero (the servo demo).
 
 Variables are named `<element>.<variable>` (the element name has no dot, the variable name may).
+Elements may be FMI 2.0 or FMI 3.0 co-simulation FMUs, mixed: an FMI 3.0 one is driven through
+`Fmi3Slave`, which gives fmpy's FMU3Slave the FMU2Slave calls the master makes.
 """
 
 from __future__ import annotations
 
 import shutil
+import zipfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from xml.etree import ElementTree
 
 import numpy as np
 
@@ -26,6 +30,98 @@ from .coupling import ImplicitCoupling, StabilityEstimate, estimate
 
 class CosimError(RuntimeError):
     """A co-simulation could not go on; the message names the element and time."""
+
+
+class Fmi3Slave:
+    """An FMI 3.0 co-simulation FMU (fmpy's FMU3Slave) behind the FMU2Slave calls of the master
+    and of the implicit coupling: Reals are Float64, fmi2SetupExperiment's times and tolerance
+    go with fmi3EnterInitializationMode (Modelica Association, "Functional Mock-up Interface
+    Specification 3.0", 2022, section 2.3.2), output derivatives are fmi3GetOutputDerivatives.
+    Only what the master calls is here."""
+
+    def __init__(self, guid: str, unzipDirectory: str, modelIdentifier: str, instanceName: str) -> None:
+        from fmpy.fmi3 import FMU3Slave
+
+        self.fmu = FMU3Slave(guid=guid, unzipDirectory=unzipDirectory, modelIdentifier=modelIdentifier,
+                             instanceName=instanceName)
+        self._experiment: dict = {"startTime": 0.0}
+
+    def instantiate(self, loggingOn: bool = False) -> None:
+        self.fmu.instantiate(loggingOn=loggingOn)
+
+    def setupExperiment(self, tolerance: float | None = None, startTime: float = 0.0,
+                        stopTime: float | None = None) -> None:
+        """Kept for fmi3EnterInitializationMode (times [s])."""
+        self._experiment = {"tolerance": tolerance, "startTime": startTime, "stopTime": stopTime}
+
+    def enterInitializationMode(self) -> None:
+        self.fmu.enterInitializationMode(**self._experiment)
+
+    def exitInitializationMode(self) -> None:
+        self.fmu.exitInitializationMode()
+
+    def setReal(self, vr: Sequence[int], values: Sequence[float]) -> None:
+        self.fmu.setFloat64(vr, values)
+
+    def getReal(self, vr: Sequence[int]) -> list[float]:
+        return self.fmu.getFloat64(vr)
+
+    def setString(self, vr: Sequence[int], values: Sequence[str]) -> None:
+        self.fmu.setString(vr, values)
+
+    def doStep(self, currentCommunicationPoint: float, communicationStepSize: float) -> None:
+        self.fmu.doStep(currentCommunicationPoint, communicationStepSize)
+
+    def getFMUstate(self) -> object:
+        return self.fmu.getFMUState()
+
+    def setFMUstate(self, state: object) -> None:
+        self.fmu.setFMUState(state)
+
+    def freeFMUstate(self, state: object) -> None:
+        self.fmu.freeFMUState(state)
+
+    def getDirectionalDerivative(self, vUnknown_ref: Sequence[int], vKnown_ref: Sequence[int],
+                                 dvKnown: Sequence[float]) -> list[float]:
+        return self.fmu.getDirectionalDerivative(vUnknown_ref, vKnown_ref, dvKnown)
+
+    def getRealOutputDerivatives(self, vr: Sequence[int], order: Sequence[int]) -> list[float]:
+        return self.fmu.getOutputDerivatives(vr, order)
+
+    def reset(self) -> None:
+        self.fmu.reset()
+
+    def terminate(self) -> None:
+        self.fmu.terminate()
+
+    def freeInstance(self) -> None:
+        self.fmu.freeInstance()
+
+
+def describe(fmu: Path):
+    """fmpy's model description of the FMU file. For FMI 3.0, providesDirectionalDerivative is
+    set from FMI 3.0's attribute providesDirectionalDerivatives, which fmpy does not read into
+    it (the coupling's derivatives and stability estimate look for it)."""
+    from fmpy import read_model_description
+
+    md = read_model_description(str(fmu), validate=False)
+    if md.fmiVersion.startswith("3.") and md.coSimulation is not None:
+        with zipfile.ZipFile(fmu) as z:
+            cs = ElementTree.fromstring(z.read("modelDescription.xml")).find("CoSimulation")
+        md.coSimulation.providesDirectionalDerivative = cs.get("providesDirectionalDerivatives") in ("true", "1")
+    return md
+
+
+def open_slave(md, folder: str, name: str, logging: bool = False):
+    """An instantiated slave of the FMU described by `md` (fmpy's model description), extracted
+    in `folder`: fmpy's FMU2Slave for FMI 2.0, an Fmi3Slave for FMI 3.0."""
+    from fmpy.fmi2 import FMU2Slave
+
+    cls = Fmi3Slave if md.fmiVersion.startswith("3.") else FMU2Slave
+    slave = cls(guid=md.guid, unzipDirectory=folder, modelIdentifier=md.coSimulation.modelIdentifier,
+                instanceName=name)
+    slave.instantiate(loggingOn=logging)
+    return slave
 
 
 @dataclass
@@ -104,7 +200,8 @@ def algebraic_loop(connections: Sequence[tuple[str, str]], feedthrough: dict[str
 
 
 class Master:
-    """Explicit fixed-step master over fmpy FMU2Slave instances of an Assembly: Jacobi, or
+    """Explicit fixed-step master over the FMI 2.0 and FMI 3.0 FMUs of an Assembly (fmpy's
+    FMU2Slave, or Fmi3Slave): Jacobi, or
     Gauss-Seidel in the order `assembly.sequence`. Both hold each input constant over a step
     and converge at first order in the step; Gauss-Seidel removes the one-step delay along
     the sequence (a controller's voltage reaches the motor, the motor's torque the plant, in
@@ -124,15 +221,14 @@ class Master:
 
     def __init__(self, assembly: Assembly, logging: bool = False, coupling: str = "explicit",
                  jacobian: str = "steps", jacobian_interval: int = 10) -> None:
-        from fmpy import extract, read_model_description
-        from fmpy.fmi2 import FMU2Slave
+        from fmpy import extract
 
         if coupling not in ("explicit", "implicit"):
             raise CosimError(f"{assembly.name}: coupling {coupling!r} unknown; choose explicit or implicit")
 
         self.assembly = assembly
         self.dirs: dict[Path, str] = {}
-        self.slaves: dict[str, FMU2Slave] = {}
+        self.slaves: dict[str, object] = {}   # FMU2Slave or Fmi3Slave
         self.vars: dict[str, dict] = {}
         self.feedthrough: dict[str, list[str]] = {}   # `<element>.<output>` -> the inputs it depends on
         descriptions = {}
@@ -140,7 +236,7 @@ class Master:
             fmu = Path(e.fmu)
             if not fmu.is_file():
                 raise CosimError(f"{assembly.name}: element {e.name}: no FMU file {fmu}")
-            md = descriptions[e.name] = read_model_description(str(fmu), validate=False)
+            md = descriptions[e.name] = describe(fmu)
             self.vars[e.name] = {v.name: v for v in md.modelVariables}
             inputs = [v.name for v in md.modelVariables if v.causality == "input"]
             for u in md.outputs:   # no dependencies attribute: it may depend on every input
@@ -178,11 +274,7 @@ class Master:
                 fmu = Path(e.fmu)
                 if fmu not in self.dirs:
                     self.dirs[fmu] = extract(str(fmu))
-                md = descriptions[e.name]
-                slave = FMU2Slave(guid=md.guid, unzipDirectory=self.dirs[fmu],
-                                  modelIdentifier=md.coSimulation.modelIdentifier, instanceName=e.name)
-                slave.instantiate(loggingOn=logging)
-                self.slaves[e.name] = slave
+                self.slaves[e.name] = open_slave(descriptions[e.name], self.dirs[fmu], e.name, logging)
         except Exception:
             self.free()
             raise

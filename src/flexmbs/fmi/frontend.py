@@ -1,6 +1,8 @@
-"""The FMU's C front end (flexmbs_fmi2.c): compiled per FMU at build time with the system C
-compiler and shipped as binaries/linux64/<modelIdentifier>.so (in place of pythonfmu's C++
-library), with a record of this interpreter in the resources.
+"""The FMU's C front end (flexmbs_fmi2.c for FMI 2.0, flexmbs_fmi3.c for FMI 3.0, each linked
+with the part they share, flexmbs_fmi_core.c): compiled per FMU at build time with the system C
+compiler and shipped as binaries/linux64/<modelIdentifier>.so (FMI 2.0, in place of pythonfmu's
+C++ library) or binaries/x86_64-linux/<modelIdentifier>.so (FMI 3.0), with a record of this
+interpreter in the resources.
 
 Why it exists (docs/fmu.md, "The C front end"): the FMI 2.0 state machine and argument checks
 before any Python runs, no host crash on a bad resource location, no exit abort, inputs and
@@ -25,7 +27,9 @@ from flexmbs_fmu import bundle
 from flexmbs_fmu.base import TIME_LIMIT
 from flexmbs_fmu.variables import Variable
 
-SOURCE = Path(flexmbs_fmu.__file__).parent / "flexmbs_fmi2.c"   # runs inside the FMU: in fmu_src
+FOLDER = Path(flexmbs_fmu.__file__).parent    # the sources run inside the FMU: in fmu_src
+SOURCES = {2: FOLDER / "flexmbs_fmi2.c", 3: FOLDER / "flexmbs_fmi3.c"}   # by FMI major version
+CORE = FOLDER / "flexmbs_fmi_core.c"
 RECORD = "flexmbs_python.txt"       # in the FMU's resources
 PROBE = "flexmbs_probe.py"          # in the FMU's resources
 
@@ -96,14 +100,15 @@ def record(exclude: Path) -> str:
 
 
 def compile_front_end(dest: Path, guid: str, variables: list[Variable], module: str, cls: str,
-                      flags: Sequence[str] = ("-O2",)) -> Optional[str]:
-    """Compile the front end for one FMU into `dest`: the slave is class `cls` of module
+                      flags: Sequence[str] = ("-O2",), fmi_version: int = 2) -> Optional[str]:
+    """Compile the FMI `fmi_version` (2 or 3) front end for one FMU into `dest`: `guid` its GUID
+    or instantiation token, the slave class `cls` of module
     `module` (in the FMU's resources), `variables` in value-reference order; `flags` are the
     optimisation and instrumentation flags (benchmarks/sanitize_front_end.py builds it with
     AddressSanitizer). The front end refuses times beyond flexmbs_fmu.base.TIME_LIMIT, as the
     slave does. Returns None on success, else the reason it could not be built (no compiler,
     no Python headers or shared libpython, a compiler error); the caller then keeps
-    pythonfmu's binary."""
+    pythonfmu's binary (FMI 2.0) or fails the build (FMI 3.0)."""
     if not sys.platform.startswith("linux"):
         return f"the C front end is built on Linux only (this is {sys.platform})"
     cc = compiler()
@@ -119,9 +124,11 @@ def compile_front_end(dest: Path, guid: str, variables: list[Variable], module: 
         config = Path(tmp) / "flexmbs_shim_config.h"
         config.write_text(f"#define SHIM_GUID {json.dumps(guid)}\n#define SHIM_VAR_TYPES {json.dumps(types)}\n"
                           f"#define SHIM_MODULE {json.dumps(module)}\n#define SHIM_CLASS {json.dumps(cls)}\n"
-                          f"#define SHIM_RECORD {json.dumps(RECORD)}\n#define SHIM_TIME_LIMIT {TIME_LIMIT!r}\n")
-        cmd = [cc, "-shared", "-fPIC", *flags, "-std=c11", "-Wall", "-fvisibility=hidden", f"-I{tmp}", f"-I{include}",
-               "-o", str(dest), str(SOURCE), "-ldl", "-lpthread", "-lm"]
+                          f"#define SHIM_RECORD {json.dumps(RECORD)}\n#define SHIM_TIME_LIMIT {TIME_LIMIT!r}\n"
+                          # FMI 3.0's independent variable follows the FMU's own (description.model_description_3)
+                          + (f"#define SHIM_TIME_VR {len(variables)}u\n" if fmi_version == 3 else ""))
+        cmd = [cc, "-shared", "-fPIC", *flags, "-std=c11", "-Wall", "-fvisibility=hidden", f"-I{tmp}", f"-I{FOLDER}",
+               f"-I{include}", "-o", str(dest), str(SOURCES[fmi_version]), str(CORE), "-ldl", "-lpthread", "-lm"]
         run = subprocess.run(cmd, capture_output=True, text=True)
     if run.returncode != 0:
         return f"{' '.join(cmd)} failed:\n{run.stderr.strip()}"

@@ -8,6 +8,11 @@ ssv:ParameterSet, which both fmpy and libcosim read), the connections and a Defa
 Simulation Platform's annotation (libcosim runs the package without being given a step).
 fmpy's runner cannot set String parameters: one left at its FMU's start value is omitted, any
 other is refused (CosimError), so that the package runs the same system in every master.
+
+Components may be FMI 2.0 or FMI 3.0 FMUs, mixed (SSP 1.0's ssc:Real connector stands for an
+FMI 2.0 Real and an FMI 3.0 Float64). fmpy's SSP runner drives FMI 2.0 FMUs only (run_fmpy
+refuses a package with an FMI 3.0 one, saying so); our master runs any package this module
+writes (read_ssp, run_master).
 """
 
 from __future__ import annotations
@@ -17,11 +22,11 @@ import zipfile
 from pathlib import Path
 from xml.dom import minidom
 from xml.etree.ElementTree import Element as XmlElement
-from xml.etree.ElementTree import SubElement, register_namespace, tostring
+from xml.etree.ElementTree import SubElement, fromstring, register_namespace, tostring
 
 import numpy as np
 
-from .cosim import Assembly, CosimError, Element, split
+from .cosim import Assembly, CosimError, Element, Master, split
 
 NS = {"ssd": "http://ssp-standard.org/SSP1/SystemStructureDescription",
       "ssc": "http://ssp-standard.org/SSP1/SystemStructureCommon",
@@ -120,14 +125,66 @@ def write_ssp(assembly: Assembly, path: str | Path) -> Path:
     return path
 
 
+def fmi_versions(ssp: str | Path) -> dict[str, str]:
+    """The fmiVersion of each FMU in the package, by its path in the package."""
+    out = {}
+    with zipfile.ZipFile(ssp) as z:
+        for name in z.namelist():
+            if name.endswith(".fmu"):
+                with tempfile.TemporaryDirectory(prefix="flexmbs_ssp_") as tmp:
+                    fmu = Path(tmp) / "x.fmu"
+                    fmu.write_bytes(z.read(name))
+                    with zipfile.ZipFile(fmu) as f:
+                        out[name] = fromstring(f.read("modelDescription.xml")).get("fmiVersion", "")
+    return out
+
+
+def read_ssp(ssp: str | Path, folder: str | Path) -> Assembly:
+    """The Assembly of a package that write_ssp wrote, its FMUs extracted into `folder`: the
+    components with their Real parameter values, the connections, the default experiment's stop
+    time and the communication step of its annotation; `record` is every output connector."""
+    folder = Path(folder)
+    with zipfile.ZipFile(ssp) as z:
+        z.extractall(folder)
+    root = fromstring((folder / "SystemStructure.ssd").read_bytes())
+    system = root.find(_q("ssd:System"))
+    elements, record = [], []
+    for comp in system.find(_q("ssd:Elements")).findall(_q("ssd:Component")):
+        name = comp.get("name")
+        params = {p.get("name"): float(p.find(_q("ssv:Real")).get("value"))
+                  for p in comp.iter(_q("ssv:Parameter"))}
+        elements.append(Element(name, folder / comp.get("source"), params))
+        record += [f"{name}.{c.get('name')}" for c in comp.iter(_q("ssd:Connector")) if c.get("kind") == "output"]
+    links = [(f"{c.get('startElement')}.{c.get('startConnector')}", f"{c.get('endElement')}.{c.get('endConnector')}")
+             for c in system.find(_q("ssd:Connections")).findall(_q("ssd:Connection"))]
+    experiment = root.find(_q("ssd:DefaultExperiment"))
+    step = next(experiment.iter(_q("osp:FixedStepAlgorithm"))).get("baseStepSize")
+    return Assembly(system.get("name"), elements, links, record, float(experiment.get("stopTime")), float(step))
+
+
+def run_master(ssp: str | Path, stop_time: float, step_size: float) -> dict[str, np.ndarray]:
+    """Run the package with our master (cosim.Master, Jacobi, as fmpy's and libcosim's), its
+    FMUs FMI 2.0 or FMI 3.0. Returns `time` and every output connector at every communication
+    point, the start included."""
+    with tempfile.TemporaryDirectory(prefix="flexmbs_ssp_") as tmp:
+        with Master(read_ssp(ssp, tmp)) as m:
+            m.initialize()
+            return m.run(stop_time, step_size)
+
+
 def run_fmpy(ssp: str | Path, stop_time: float, step_size: float) -> dict[str, np.ndarray]:
     """Run the package with fmpy.ssp.simulate_ssp, applying the components' parameter values.
     Returns `time` and every connector `<element>.<variable>`, at the end of each step (fmpy
     labels a row with the start of its step; the times here are shifted to where the values
-    belong)."""
+    belong). fmpy's runner drives FMI 2.0 FMUs only: a package with an FMI 3.0 one is refused
+    (CosimError; run_master runs it)."""
     from fmpy.ssp.simulation import simulate_ssp
     from fmpy.ssp.ssd import ParameterSet, find_components, read_ssd
 
+    newer = sorted(name for name, v in fmi_versions(ssp).items() if not v.startswith("2."))
+    if newer:
+        raise CosimError(f"{ssp}: fmpy's SSP runner drives FMI 2.0 FMUs only, and {', '.join(newer)} is not one; "
+                         "run the package with flexmbs.fmi.ssp.run_master")
     ssd = read_ssd(str(ssp))        # also validates the .ssd against the SSP schema
     combined = ParameterSet(name="all")
     for comp in find_components(ssd.system):
