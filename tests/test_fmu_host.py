@@ -463,6 +463,16 @@ def test_a_python_host_that_imported_another_flexmbs_gets_a_clean_error(fmu_path
     assert "No module named" not in log
 
 
+def test_a_python_host_that_imported_our_host_tools_loads_a_block_fmu(fmu_path, tmp_path) -> None:
+    """A script that imports the master (flexmbs.fmi.cosim, which imports flexmbs_fmu and
+    flexmbs_laws but not pythonfmu) before it loads a block FMU: the FMU runs on the installed
+    packages, whose sources are the ones it carries (a package the process has not imported yet
+    is judged where it would be imported from, not as missing)."""
+    made, log = _instantiate_in_a_new_process(fmu_path("dc_motor"), tmp_path / "x",
+                                              preamble="import flexmbs.fmi.cosim, sys; assert 'pythonfmu' not in sys.modules")
+    assert made == "INSTANCE", log
+
+
 def test_an_unwritable_cache_folder_falls_back_to_a_temporary_one(tmp_path, caplog, monkeypatch) -> None:
     from flexmbs._cache import writable_cache
 

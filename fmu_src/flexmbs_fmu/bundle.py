@@ -152,7 +152,8 @@ class VerifiedSources(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
 def _loaded_digest(packages: tuple, files: tuple):
     """The digest of `files` as this process imported them: from the verified sources of an
-    earlier FMU, or from the folders the packages were imported from; None when unknown."""
+    earlier FMU, or from the folders the packages were imported from (a package not imported
+    yet: from where it would be); None when unknown."""
     for finder in sys.meta_path:
         if isinstance(finder, VerifiedSources) and finder.packages == packages:
             try:
@@ -162,6 +163,9 @@ def _loaded_digest(packages: tuple, files: tuple):
     roots = {}
     for p in packages:
         where = getattr(sys.modules.get(p), "__path__", None)
+        if where is None:
+            spec = importlib.util.find_spec(p)
+            where = spec.submodule_search_locations if spec is not None else None
         roots[p] = list(where)[0] if where else "(nowhere)"
     return _digest_or_none(roots, files)
 
