@@ -234,7 +234,7 @@ def configure_numba_cache() -> None:
         path = str(writable_cache("numba", source_digest(Path(__file__).resolve().parent)))
         os.environ["NUMBA_CACHE_DIR"] = path
         numba.core.config.CACHE_DIR = path
-    impl = getattr(caching, "CacheImpl", None) or caching._CacheImpl   # numba < 0.61: _CacheImpl
+    impl = caching.CacheImpl
     locator = _locator_class()
     impl._locator_classes = [locator, *impl._locator_classes]
     if os.environ.get("FLEXMBS_COMPILE_LOG"):
