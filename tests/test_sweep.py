@@ -215,7 +215,10 @@ def test_robust_tuning_improves_on_its_start_and_resumes(study, engine, tmp_path
     start = [evaluate(study, digest, {"c_elbow.kd": 11.4, **s}, fresh=True)["objective"] for s in scenarios]
     assert res.start_value == max(start)
     lines = (tmp_path / "tune_rows.csv").read_text().count("\n")
-    assert lines == 1 + len(scenarios) * res.evaluations      # a row per candidate and scenario
+    # a row per distinct candidate and scenario: a candidate proposed twice (scipy 1.11 does, with
+    # this seed) is run once, its rows reused as a resume reuses them
+    distinct = {tuple(sorted(g.items())) for g, _ in res.history}
+    assert len(res.history) == res.evaluations and lines == 1 + len(scenarios) * len(distinct)
     again = tune(engine, study, gains, scenarios, tmp_path, **kwargs)
     assert (tmp_path / "tune_rows.csv").read_text().count("\n") == lines      # nothing rerun
     assert again.gains == res.gains and again.value == res.value
