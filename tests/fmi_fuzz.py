@@ -224,7 +224,7 @@ class Fmi3Calls(Fmi2Calls):
                                                  C.POINTER(d), sz]),
             "fmi3GetOutputDerivatives": (i, [vp, C.POINTER(u32), sz, C.POINTER(C.c_int32), C.POINTER(d), sz]),
         })
-        self.token = md.instantiationToken.encode()
+        self.token = md.guid.encode()   # fmpy keeps the FMI 3.0 instantiationToken in guid
         self.resources = (str(folder / "resources") + "/").encode()
         self.logger = fmi3LogMessageCallback(lambda env, status, cat, msg: log(status, msg))
 

@@ -89,7 +89,7 @@ def test_the_fmi3_description_validates_and_matches_the_fmi2_one(fmu_path, fmu3_
     md3 = read_model_description(path3, validate=True)
     md2 = read_model_description(fmu_path(name))
     assert md3.fmiVersion == "3.0" and md3.coSimulation.modelIdentifier == md2.coSimulation.modelIdentifier
-    assert md3.instantiationToken and md3.instantiationToken != md2.guid
+    assert md3.guid and md3.guid != md2.guid
     v3 = {v.name: v for v in md3.modelVariables}
     for v in md2.modelVariables:
         w = v3[v.name]
@@ -276,14 +276,14 @@ def test_instantiation_is_refused_with_a_reason(fmu3_path) -> None:
         messages.append(message.decode())
 
     callback = fmi3LogMessageCallback(log)
-    fmu = FMU3Slave(guid=md.instantiationToken, unzipDirectory=folder,
+    fmu = FMU3Slave(guid=md.guid, unzipDirectory=folder,
                     modelIdentifier=md.coSimulation.modelIdentifier, instanceName="refused")
     resources = (str(Path(folder, "resources")) + "/").encode()
     cases = {
         "does not match this FMU's": (b"{not-the-token}", resources, False, 0),
-        "has no Event Mode": (md.instantiationToken.encode(), resources, True, 0),
-        "no intermediate updates": (md.instantiationToken.encode(), resources, False, 1),
-        "is not an existing folder": (md.instantiationToken.encode(), b"/no/such/folder/", False, 0),
+        "has no Event Mode": (md.guid.encode(), resources, True, 0),
+        "no intermediate updates": (md.guid.encode(), resources, False, 1),
+        "is not an existing folder": (md.guid.encode(), b"/no/such/folder/", False, 0),
     }
     required = (C.c_uint32 * 1)(0)
     for words, (token, where, events, n) in cases.items():
@@ -294,7 +294,7 @@ def test_instantiation_is_refused_with_a_reason(fmu3_path) -> None:
     messages.clear()
     me = fmu.dll.fmi3InstantiateModelExchange
     me.restype = C.c_void_p
-    assert not me(b"x", md.instantiationToken.encode(), resources, False, False, None, callback)
+    assert not me(b"x", md.guid.encode(), resources, False, False, None, callback)
     assert "co-simulation only" in messages[0]
     shutil.rmtree(folder, ignore_errors=True)
 
