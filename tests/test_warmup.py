@@ -110,6 +110,23 @@ def test_a_long_preparation_says_it_is_compiling(monkeypatch, caplog) -> None:
     assert notice and "rk4 run" in notice[0] and "once per machine" in notice[0], caplog.text
 
 
+def test_the_compile_estimate_comes_from_a_compile_for_the_same_cpu(monkeypatch, tmp_path) -> None:
+    """A compile recorded for the generic CPU (an FMU build's, often partial: 11 s where the
+    host's took 141 s on a new machine) is not the estimate of a compile for the host."""
+    from numba.core import config
+
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(config, "CPU_NAME", "generic")
+    warmup._remember("dopri5 recursive tree", 11.0)
+    assert warmup._last_compile("dopri5 recursive tree") == 11.0
+    monkeypatch.setattr(config, "CPU_NAME", None)
+    assert warmup._last_compile("dopri5 recursive tree") is None
+    warmup._remember("dopri5 recursive tree", 141.0)
+    assert warmup._last_compile("dopri5 recursive tree") == 141.0
+    monkeypatch.setattr(config, "CPU_NAME", "generic")
+    assert warmup._last_compile("dopri5 recursive tree") == 11.0
+
+
 def test_the_kernel_cache_follows_every_source_its_kernels_compile(tmp_path) -> None:
     """The cache folder is named by a digest of the kernel sources: an edit to a kernel module,
     or to the motor law the kernels compile from flexmbs_laws beside the package, gives a new

@@ -127,7 +127,7 @@ def _source_stamp(py_func, py_file: str) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _target() -> str:
+def cpu_target() -> str:
     """The cache folder of numba's CPU target in this process: `generic`, `host` or a CPU name."""
     from numba.core import config
 
@@ -148,7 +148,7 @@ def _locator_class():
         def __init__(self, py_func, py_file: str, rel: Path) -> None:
             self._py_file = py_file
             self._lineno = py_func.__code__.co_firstlineno
-            self._parts = (_target(), root.name, *rel.parent.parts)
+            self._parts = (cpu_target(), root.name, *rel.parent.parts)
             self._stamp = _source_stamp(py_func, py_file)
 
         def ensure_cache_path(self) -> None:
@@ -205,7 +205,7 @@ class _CompileLog:
                 fn = ev.data["dispatcher"].py_func
                 row = {"function": f"{fn.__module__}.{fn.__qualname__}", "signature": str(ev.data["args"]),
                        "seconds": round(seconds, 4), "own_seconds": round(seconds - nested, 4),
-                       "depth": len(self.stack), "target": _target()}
+                       "depth": len(self.stack), "target": cpu_target()}
                 with open(self.path, "a") as f:
                     f.write(json.dumps(row) + "\n")
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._cache import numba_cache_folder
+from ._cache import cpu_target, numba_cache_folder
 from .kernels.structs import route_of
 from .signals import Evaluator, output_width
 from .solvers.stepper import Settings, StabilityWarning, Stepper
@@ -37,10 +37,16 @@ def _record() -> Path:
     return numba_cache_folder() / "compile_times.json"
 
 
+def _key(kind: str) -> str:
+    """The record's key of `kind` for this process's CPU target: an FMU build compiles for the
+    generic CPU (fmi/kernels.py), often in part, which says nothing of a compile for the host."""
+    return f"{kind} ({cpu_target()})"
+
+
 def _last_compile(kind: str) -> float | None:
-    """Seconds the last compile of `kind` took on this machine, if one was recorded."""
+    """Seconds the last compile of `kind` for this CPU target took on this machine, if recorded."""
     try:
-        return float(json.loads(_record().read_text())[kind])
+        return float(json.loads(_record().read_text())[_key(kind)])
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
@@ -48,7 +54,7 @@ def _last_compile(kind: str) -> float | None:
 def _remember(kind: str, seconds: float) -> None:
     try:
         data = json.loads(_record().read_text()) if _record().is_file() else {}
-        data[kind] = round(seconds, 1)
+        data[_key(kind)] = round(seconds, 1)
         _record().write_text(json.dumps(data))
     except (OSError, ValueError):
         pass   # a missing estimate next time is all that is lost
