@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._cache import cpu_target, numba_cache_folder
+from ._cache import cpu_target, numba_cache_folder, private_folder
 from .kernels.structs import route_of
 from .signals import Evaluator, output_width
 from .solvers.stepper import Settings, StabilityWarning, Stepper
@@ -34,27 +34,25 @@ _LOG = logging.getLogger("flexmbs")
 
 
 def _record() -> Path:
-    return numba_cache_folder() / "compile_times.json"
-
-
-def _key(kind: str) -> str:
-    """The record's key of `kind` for this process's CPU target: an FMU build compiles for the
-    generic CPU (fmi/kernels.py), often in part, which says nothing of a compile for the host."""
-    return f"{kind} ({cpu_target()})"
+    """The compile times of this process's CPU target, beside its kernels: an FMU build compiles
+    for the generic CPU (fmi/kernels.py), often in part, which says nothing of a compile for the
+    host."""
+    return numba_cache_folder() / cpu_target() / "compile_times.json"
 
 
 def _last_compile(kind: str) -> float | None:
     """Seconds the last compile of `kind` for this CPU target took on this machine, if recorded."""
     try:
-        return float(json.loads(_record().read_text())[_key(kind)])
+        return float(json.loads(_record().read_text())[kind])
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
 
 def _remember(kind: str, seconds: float) -> None:
     try:
+        private_folder(numba_cache_folder(), cpu_target())   # the kernels' own folder, made as they make it
         data = json.loads(_record().read_text()) if _record().is_file() else {}
-        data[_key(kind)] = round(seconds, 1)
+        data[kind] = round(seconds, 1)
         _record().write_text(json.dumps(data))
     except (OSError, ValueError):
         pass   # a missing estimate next time is all that is lost
