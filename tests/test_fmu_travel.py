@@ -172,8 +172,9 @@ def _stack(python: Path) -> tuple[str, str]:
     return numpy_version, scipy_version
 
 
-def _python_host(python: Path, fmu: str, env: dict) -> dict:
-    run = subprocess.run([str(python), "-c", HOST, fmu], capture_output=True, text=True, env=env, timeout=1500)
+def _python_host(python: Path, fmu: str, env: dict, first: str = "") -> dict:
+    """HOST's run of `fmu` in `python`, after the statement `first`."""
+    run = subprocess.run([str(python), "-c", first + "\n" + HOST, fmu], capture_output=True, text=True, env=env, timeout=1500)
     assert run.returncode == 0, run.stderr[-3000:]
     got = json.loads(run.stdout.strip().splitlines()[-1])
     assert "rows" in got, got
@@ -207,6 +208,29 @@ def test_a_received_fmu_in_another_venv_of_this_python_compiles_nothing(plant, s
     assert _compiles(home / "compiles.jsonl") == []
     generic = list(home.glob(".cache/flexmbs/numba/*/generic"))
     assert generic and all(oct(p.stat().st_mode)[-3:] == "700" for p in (*generic, home / ".cache" / "flexmbs"))
+
+
+def test_a_script_that_imports_flexmbs_runs_on_the_kernels_the_build_compiled(plant, work) -> None:
+    """The builder's machine after a build: its cache holds the kernels the build compiled (for
+    numba's generic CPU, the ones the FMU carries) and nothing else. A script that imports
+    flexmbs and runs the FMU (in its own process, as the servo demo does) compiles nothing: it
+    compiles for the same CPU (flexmbs._cache.choose_cpu_target), so one compile serves both."""
+    import flexmbs
+    from flexmbs._cache import private_folder, source_digest
+
+    home = work / "home builder"
+    digest = source_digest(Path(flexmbs.__file__).resolve().parent)
+    folder = work / "unpacked builder"
+    extract(plant["path"], unzipdir=str(folder))
+    carried = folder / "resources" / "kernels"
+    manifest = json.loads((carried / "manifest.json").read_text())
+    for rel in manifest["files"]:
+        target = private_folder(home / ".cache", "flexmbs", "numba", digest, "generic", *Path(rel).parent.parts)
+        shutil.copyfile(carried / rel, target / Path(rel).name)
+    got = _python_host(Path(sys.executable), plant["path"], _env(home), first="import flexmbs")
+    assert Path(got["flexmbs"]).parent == Path(flexmbs.__file__).parent    # the script's own flexmbs
+    assert np.max(np.abs(np.array(got["rows"]) - plant["reference"])) <= 1e-12
+    assert _compiles(home / "compiles.jsonl") == []
 
 
 def test_a_python_host_with_only_fmpy_is_told_what_to_install(plant, work) -> None:

@@ -154,3 +154,19 @@ def test_the_kernel_cache_follows_every_source_its_kernels_compile(tmp_path) -> 
     assert edited(root / "flexmbs" / "kernels" / "motor.py") != first
     assert edited(root / "flexmbs" / "names.py") == first
     assert source_digest(root / "flexmbs") == first
+
+
+@pytest.mark.parametrize("env, first, target", [
+    ({}, "", "generic"),                                 # one target for the FMUs built here and the runs
+    ({"FLEXMBS_CPU": "host"}, "", None),                 # numba's default: the machine's own CPU
+    ({"NUMBA_CPU_NAME": "x86-64-v2"}, "", "x86-64-v2"),  # the user's choice is kept
+    ({}, "import numba", None),                          # numba imported first: its target is fixed
+])
+def test_flexmbs_compiles_for_the_cpu_its_fmus_carry_unless_told_otherwise(env, first, target) -> None:
+    """Importing flexmbs makes numba compile for the generic CPU, the code the FMUs built here
+    carry (fmi/kernels.py), unless the user chose a target or numba was imported before."""
+    base = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CPU_NAME", "FLEXMBS_CPU")}
+    code = f"{first}\nimport flexmbs\nfrom numba.core import config\nprint(repr(config.CPU_NAME))"
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**base, **env})
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split()[-1] == repr(target)

@@ -269,5 +269,5 @@ def ready_kernels(carried: Path, root, manifest) -> str:
             f"{manifest['python']}, numba {manifest['numba']} on {manifest['machine']}, and this is Python "
             f"{here['python']}, numba {here['numba']} on {here['machine']}. This takes about "
             f"{10 * round(manifest['seconds'] / 10 + 0.5):.0f} s of CPU ({len(manifest['index'])} kernels; "
-            f"{manifest['seconds']:.0f} s on the build machine), once per machine: they are kept in {base / 'host'}. "
+            f"{manifest['seconds']:.0f} s on the build machine), once per machine: they are kept in {base}. "
             "The instantiation and the first steps are slow until then.")

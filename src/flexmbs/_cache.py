@@ -9,6 +9,8 @@ process (or an FMU instantiated again) starts without recompiling.
   (flexmbs_fmu/bundle.py places them). Below the digest folder, one folder per CPU target:
   `host` (numba's default, the machine's own CPU) and `generic` (NUMBA_CPU_NAME=generic, the
   portable code an FMU carries).
+- flexmbs compiles for the generic CPU in every process that imports it before numba
+  (`choose_cpu_target`), so that one compile serves the FMUs built here and the runs in-process.
 - FLEXMBS_COMPILE_LOG=<file>: every kernel numba compiles in this process is appended to that
   file as one JSON line (function, signature, seconds), so a test or a benchmark can count
   compiles and see where the compile time goes.
@@ -134,6 +136,24 @@ def cpu_target() -> str:
     return (config.CPU_NAME or "host").lower()
 
 
+def choose_cpu_target() -> None:
+    """Make numba compile for its generic x86-64 (or other architecture's) CPU, NUMBA_CPU_NAME=
+    generic, unless numba is imported already or the user chose: NUMBA_CPU_NAME set, or
+    FLEXMBS_CPU=host (numba's default, the machine's own CPU).
+
+    Why: the FMUs built here carry kernels compiled for the generic CPU (fmi/kernels.py), and a
+    process holds one target. With the host's CPU, the README's first command compiled the demo
+    plant's kernels twice, once into the FMUs and once more (141 s on the development machine)
+    for the demo that runs them in-process; with one target the second finds them cached.
+    The generic code ran Huang's arm at 1.00x the host's speed (min 1.00, max 1.01 of 3;
+    benchmarks/first_start.py): our kernels are scalar loops over small arrays that gain
+    nothing from the newer vector instructions. It holds for the whole process: numba code of
+    the user's own compiles for the generic CPU too, unless numba was imported first."""
+    if "numba" in sys.modules or "NUMBA_CPU_NAME" in os.environ or os.environ.get("FLEXMBS_CPU") == "host":
+        return
+    os.environ["NUMBA_CPU_NAME"] = "generic"
+
+
 def _locator_class():
     """PackageLocator, defined once numba is imported (it subclasses numba's locator)."""
     from numba.core import caching, config
@@ -222,11 +242,13 @@ def numba_cache_folder() -> Path:
 
 
 def configure_numba_cache() -> None:
-    """Point numba's cache at ~/.cache/flexmbs/numba/<digest> unless NUMBA_CACHE_DIR is set,
+    """Choose numba's CPU target (choose_cpu_target), point its cache at
+    ~/.cache/flexmbs/numba/<digest> unless NUMBA_CACHE_DIR is set,
     find flexmbs' kernels there by their place in the package (PackageLocator), and log
     compiles to $FLEXMBS_COMPILE_LOG if set. Once per process."""
     if _CONFIGURED:
         return
+    choose_cpu_target()
     import numba.core.config
     from numba.core import caching
 
