@@ -81,6 +81,19 @@ def test_implicit_keeps_order_three_with_one_old_jacobian():
     assert np.all(np.abs(p - 3) < 0.35), p
 
 
+def test_implicit_renews_its_jacobian_where_the_model_changes_and_only_there():
+    """The move test asks the model before it renews J: a pendulum swinging 2 rad under gravity
+    changes its Jacobian with the angle (d(qdd)/dq = -(m g l / I) cos q), so J is renewed as it
+    swings; the same pendulum in zero gravity turns as far with a constant Jacobian (one)."""
+    swinging = simulate(compound_pendulum(q0=2.0), 2.0, method="implicit", rtol=1e-8)
+    assert np.ptp(swinging["hinge.q"]) > 3.0 and swinging.stats["jacobians"] > 5
+    free = compound_pendulum(q0=2.0)
+    free.gravity = (0.0, 0.0, 0.0)
+    free.joints[0].qd0 = (3.0,)
+    turning = simulate(free, 2.0, method="implicit", rtol=1e-8)
+    assert np.ptp(turning["hinge.q"]) > 3.0 and turning.stats["jacobians"] == 1
+
+
 # ------------------------------------------------------------------ stiff joint
 
 STIFF = dict(inertia=0.01, stiffness=100.0, damping=100.0)   # eigenvalues -1.01 and -9999 1/s

@@ -107,7 +107,7 @@ def test_a_long_preparation_says_it_is_compiling(monkeypatch, caplog) -> None:
         seconds = warmup.prepare(system, settings, x, system.input_defaults.copy())
     assert seconds >= 0.0 and np.array_equal(x, before)
     notice = [r.getMessage() for r in caplog.records if "compiling the numba kernels" in r.getMessage()]
-    assert notice and "rk4 run" in notice[0] and "once per machine" in notice[0], caplog.text
+    assert notice and "rk4 method" in notice[0] and "once per machine" in notice[0], caplog.text
 
 
 def test_the_compile_estimate_comes_from_a_compile_for_the_same_cpu(monkeypatch, tmp_path) -> None:

@@ -67,7 +67,7 @@ def _notice(kind: str, done: threading.Event, progress: bool) -> None:
     about = f"about {last:.0f} s, as the last time on this machine" if last else \
         f"about {FIRST_COMPILE:.0f} s on two free cores, longer on a busy machine"
     method, route = kind.split(" ", 1)
-    _LOG.warning("compiling the numba kernels for a %s run on the %s route (once per machine and flexmbs version; "
+    _LOG.warning("compiling the numba kernels of the %s method on the %s route (once per machine and flexmbs version; "
                  "%s)", method, route, about)
     if not progress:
         done.wait()

@@ -16,7 +16,7 @@ from ..system import System, state_scales
 from ..kernels.entry import apply_prescribed
 from .common import DOPRI5, IMPLICIT, LOOP_OPEN, MESSAGES, OK, RK4, f_eval, jacobian_fd
 from .explicit import ERR_FLOOR, dopri5_advance, rk4_advance
-from .implicit import JAC_MOVE, N_JAC, N_LU, ros_advance
+from .implicit import JAC_DRIFT, JAC_MOVE, N_JAC, N_LU, ros_advance
 
 
 class SolverError(RuntimeError):
@@ -135,6 +135,7 @@ class Stepper:
         self.atol = np.full(nx, settings.atol) if settings.atol is not None else settings.rtol * self.scale
         self.stability_bound: float | None = None   # RK4: from the first call [s]
         self.jac_move = JAC_MOVE   # implicit: renew J when a position moved this much (x its scale)
+        self.jac_drift = JAC_DRIFT   # ... and the model's response changed by this fraction
         self.h = settings.step
         self.nsteps = 0
         self.nrejected = 0
@@ -322,8 +323,8 @@ class Stepper:
             status = self._dopri5(t, x, t_end, inputs, h_min)
         else:
             status, self.h, n, r = ros_advance(S, self.W, t, x, t_end, self.h, st.max_step, h_min, st.rtol,
-                                               self.atol, self.scale, self.jac_move, inputs, self.K, self.Jac, self.LU, self.piv,
-                                               self.xs, self.err, self.memo, self.hf)
+                                               self.atol, self.scale, self.jac_move, self.jac_drift, inputs, self.K,
+                                               self.Jac, self.LU, self.piv, self.xs, self.err, self.memo, self.hf)
             self.nsteps += n
             self.nrejected += r
         if status != OK:
