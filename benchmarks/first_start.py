@@ -89,7 +89,8 @@ def generic_cost(model: str, rounds: int) -> dict:
     times: dict[str, list[float]] = {"host": [], "generic": []}
     for _ in range(rounds):
         for target in times:
-            env = {**os.environ, "NUMBA_CPU_NAME": "generic"} if target == "generic" else dict(os.environ)
+            env = {**os.environ, "NUMBA_CPU_NAME": "generic"} if target == "generic" else \
+                {**os.environ, "FLEXMBS_CPU": "host"}    # flexmbs compiles for the generic CPU unless told
             if target == "host":
                 env.pop("NUMBA_CPU_NAME", None)
             run = subprocess.run([sys.executable, "-c", SPEED, model], env=env, capture_output=True, text=True,

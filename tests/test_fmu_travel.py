@@ -378,10 +378,11 @@ def test_a_planted_package_in_the_fallback_cache_folder_is_refused(plant, work, 
 
 
 def test_the_machines_own_kernels_are_preferred_to_the_carried_ones(tmp_path) -> None:
-    """ready_kernels (as the slave module runs it, before numba is imported): with every index
-    file the FMU carries already cached for the host CPU, numba keeps the host's kernels; with
-    one missing, the carried generic ones are put in place (verified) and numba is told to use
-    the generic CPU; a carried file that does not match its digest is refused."""
+    """ready_kernels (as the slave module runs it, before numba is imported): with FLEXMBS_CPU=host
+    and every index file the FMU carries already cached for the host CPU, numba keeps the host's
+    kernels; by default, or with one missing, the carried generic ones are put in place
+    (verified) and numba is told to use the generic CPU; a carried file that does not match its
+    digest is refused."""
     import hashlib
 
     from flexmbs.fmi.build import _chooser_source
@@ -406,9 +407,9 @@ def test_the_machines_own_kernels_are_preferred_to_the_carried_ones(tmp_path) ->
     source = tmp_path / "chooser.py"
     source.write_text("from __future__ import annotations\n" + _chooser_source())
 
-    def ready(cache: Path, kernels: dict) -> list:
-        env = {k: v for k, v in os.environ.items() if k != "NUMBA_CPU_NAME"}
-        env["NUMBA_CACHE_DIR"] = str(cache)
+    def ready(cache: Path, kernels: dict, **extra: str) -> list:
+        env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CPU_NAME", "FLEXMBS_CPU")}
+        env.update(NUMBA_CACHE_DIR=str(cache), **extra)
         run = subprocess.run([sys.executable, "-c", code, str(source), str(carried), str(tmp_path),
                               json.dumps(kernels)], capture_output=True, text=True, env=env)
         assert run.returncode == 0 or "damaged" in run.stderr, run.stderr
@@ -417,8 +418,11 @@ def test_the_machines_own_kernels_are_preferred_to_the_carried_ones(tmp_path) ->
     host = tmp_path / "with host"
     (host / "host" / names[0]).parent.mkdir(parents=True)
     (host / "host" / names[0]).write_bytes(b"the host's own index")
-    assert ready(host, manifest) == ["", None, False]
+    assert ready(host, manifest, FLEXMBS_CPU="host") == ["", None, False]
     assert not (host / "generic").exists()
+    # by default flexmbs compiles for the generic CPU (_cache.choose_cpu_target): the carried ones serve
+    assert ready(host, manifest) == ["", "generic", False]
+    assert all((host / "generic" / n).read_bytes() == n.encode() for n in names)
     fresh = tmp_path / "without"
     assert ready(fresh, manifest) == ["", "generic", False]
     assert all((fresh / "generic" / n).read_bytes() == n.encode() for n in names)

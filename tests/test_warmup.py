@@ -123,6 +123,8 @@ def test_the_compile_estimate_comes_from_a_compile_for_the_same_cpu(monkeypatch,
     assert warmup._last_compile("dopri5 recursive tree") is None
     warmup._remember("dopri5 recursive tree", 141.0)
     assert warmup._last_compile("dopri5 recursive tree") == 141.0
+    warmup._remember("dopri5 recursive tree", 5.0)     # a compile that found most kernels cached
+    assert warmup._last_compile("dopri5 recursive tree") == 141.0
     monkeypatch.setattr(config, "CPU_NAME", "generic")
     assert warmup._last_compile("dopri5 recursive tree") == 11.0
 
@@ -159,6 +161,7 @@ def test_the_kernel_cache_follows_every_source_its_kernels_compile(tmp_path) -> 
 @pytest.mark.parametrize("env, first, target", [
     ({}, "", "generic"),                                 # one target for the FMUs built here and the runs
     ({"FLEXMBS_CPU": "host"}, "", None),                 # numba's default: the machine's own CPU
+    ({"FLEXMBS_CPU": "Host", "NUMBA_CPU_NAME": "generic"}, "", None),   # ... also under a flexmbs parent
     ({"NUMBA_CPU_NAME": "x86-64-v2"}, "", "x86-64-v2"),  # the user's choice is kept
     ({}, "import numba", None),                          # numba imported first: its target is fixed
 ])

@@ -9,8 +9,8 @@ the FMU's own copy, verified and served from memory) and the compiled kernels it
 - numba finds a kernel's cache by the kernel's place in the package (flexmbs._cache), so the
   FMU's sources, wherever the host unpacks them, find the kernels it carries
   (resources/kernels: compiled at build time for numba's generic CPU) once `ready_kernels` has
-  put them into the private numba cache folder. The machine's own (host CPU) kernels are
-  preferred where they exist.
+  put them into the private numba cache folder. With FLEXMBS_CPU=host the machine's own (host
+  CPU) kernels are preferred where they exist.
 
 The functions below use the standard library only, because they run before flexmbs can be
 imported; build.py writes their source into each generated slave module.
@@ -245,8 +245,8 @@ def ready_kernels(carried: Path, root, manifest) -> str:
     """Prepare numba's cache for the kernels of the flexmbs sources at `root`, before numba is
     imported. `manifest` describes the kernels the FMU carries in `carried` (compiled at build
     time for numba's generic CPU): python, numba, machine, files {path: sha256}, index (the
-    index files) and seconds (their compile time at build). Keeps the machine's own (host CPU)
-    kernels where they are all cached; else, when the carried ones fit this interpreter, puts
+    index files) and seconds (their compile time at build). With FLEXMBS_CPU=host, keeps the
+    machine's own (host CPU) kernels where they are all cached; else, when the carried ones fit this interpreter, puts
     them into the cache and makes numba use the generic CPU (NUMBA_CPU_NAME=generic); else
     returns what will be compiled and about how long it takes (to be logged before), or ''."""
     if not manifest or root is None or "numba" in sys.modules:
@@ -254,8 +254,9 @@ def ready_kernels(carried: Path, root, manifest) -> str:
     cache = os.environ.get("NUMBA_CACHE_DIR")
     base = Path(cache) if cache else writable_cache("numba", source_digest(Path(root)))
     os.environ["NUMBA_CACHE_DIR"] = str(base)   # where flexmbs would put it (a fallback folder is chosen once)
-    if all((base / "host" / name).is_file() for name in manifest["index"]):
-        return ""
+    if os.environ.get("FLEXMBS_CPU", "").lower() == "host" and \
+            all((base / "host" / name).is_file() for name in manifest["index"]):
+        return ""   # flexmbs compiles for the host CPU then (_cache.choose_cpu_target): all are here
     here = {"python": "%d.%d" % sys.version_info[:2], "machine": platform.machine()}
     try:
         here["numba"] = importlib.metadata.version("numba")

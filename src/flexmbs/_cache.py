@@ -139,7 +139,8 @@ def cpu_target() -> str:
 def choose_cpu_target() -> None:
     """Make numba compile for its generic x86-64 (or other architecture's) CPU, NUMBA_CPU_NAME=
     generic, unless numba is imported already or the user chose: NUMBA_CPU_NAME set, or
-    FLEXMBS_CPU=host (numba's default, the machine's own CPU).
+    FLEXMBS_CPU=host (numba's default, the machine's own CPU; it also drops a generic
+    NUMBA_CPU_NAME inherited from a parent process, which sets it for its children too).
 
     Why: the FMUs built here carry kernels compiled for the generic CPU (fmi/kernels.py), and a
     process holds one target. With the host's CPU, the README's first command compiled the demo
@@ -149,9 +150,18 @@ def choose_cpu_target() -> None:
     benchmarks/first_start.py): our kernels are scalar loops over small arrays that gain
     nothing from the newer vector instructions. It holds for the whole process: numba code of
     the user's own compiles for the generic CPU too, unless numba was imported first."""
-    if "numba" in sys.modules or "NUMBA_CPU_NAME" in os.environ or os.environ.get("FLEXMBS_CPU") == "host":
+    choice = os.environ.get("FLEXMBS_CPU", "").lower()
+    if choice not in ("", "host", "generic"):
+        logging.getLogger("flexmbs").warning("FLEXMBS_CPU=%s is not a CPU target flexmbs knows (host, generic): "
+                                             "compiling for the generic CPU", os.environ["FLEXMBS_CPU"])
+    if "numba" in sys.modules:
         return
-    os.environ["NUMBA_CPU_NAME"] = "generic"
+    if choice == "host":   # wins over the generic target a parent flexmbs process passed on
+        if os.environ.get("NUMBA_CPU_NAME") == "generic":
+            del os.environ["NUMBA_CPU_NAME"]
+        return
+    if "NUMBA_CPU_NAME" not in os.environ:
+        os.environ["NUMBA_CPU_NAME"] = "generic"
 
 
 def _locator_class():

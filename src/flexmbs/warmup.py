@@ -34,14 +34,13 @@ _LOG = logging.getLogger("flexmbs")
 
 
 def _record() -> Path:
-    """The compile times of this process's CPU target, beside its kernels: an FMU build compiles
-    for the generic CPU (fmi/kernels.py), often in part, which says nothing of a compile for the
-    host."""
+    """The compile times of this process's CPU target, beside its kernels: a compile for one
+    target says nothing of one for another."""
     return numba_cache_folder() / cpu_target() / "compile_times.json"
 
 
 def _last_compile(kind: str) -> float | None:
-    """Seconds the last compile of `kind` for this CPU target took on this machine, if recorded."""
+    """Seconds the longest compile of `kind` for this CPU target took on this machine, if recorded."""
     try:
         return float(json.loads(_record().read_text())[kind])
     except (OSError, ValueError, KeyError, TypeError):
@@ -49,10 +48,14 @@ def _last_compile(kind: str) -> float | None:
 
 
 def _remember(kind: str, seconds: float) -> None:
+    """Record `seconds` for `kind` unless a longer compile of it is on record: the FMU builds
+    and the runs of this machine share a target and a record, and a compile that found part of
+    its kernels cached (11 s, where the first took 141 s) must not become the estimate of the
+    next whole one (a new flexmbs version has a record of its own)."""
     try:
         private_folder(numba_cache_folder(), cpu_target())   # the kernels' own folder, made as they make it
         data = json.loads(_record().read_text()) if _record().is_file() else {}
-        data[kind] = round(seconds, 1)
+        data[kind] = max(round(seconds, 1), float(data.get(kind, 0.0)))
         _record().write_text(json.dumps(data))
     except (OSError, ValueError):
         pass   # a missing estimate next time is all that is lost
@@ -64,7 +67,7 @@ def _notice(kind: str, done: threading.Event, progress: bool) -> None:
     if done.wait(NOTICE_AFTER):
         return
     last = _last_compile(kind)
-    about = f"about {last:.0f} s, as the last time on this machine" if last else \
+    about = f"at most about {last:.0f} s, the longest it took on this machine" if last else \
         f"about {FIRST_COMPILE:.0f} s on two free cores, longer on a busy machine"
     method, route = kind.split(" ", 1)
     _LOG.warning("compiling the numba kernels of the %s method on the %s route (once per machine and flexmbs version; "
