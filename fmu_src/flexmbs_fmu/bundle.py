@@ -29,7 +29,7 @@ import re
 import sys
 from pathlib import Path
 
-from flexmbs._cache import private_folder, source_digest, writable_cache
+from flexmbs._cache import choose_cpu_target, private_folder, source_digest, writable_cache
 
 
 def tree_digest(roots: dict, files: tuple) -> str:
@@ -245,8 +245,9 @@ def ready_kernels(carried: Path, root, manifest) -> str:
     """Prepare numba's cache for the kernels of the flexmbs sources at `root`, before numba is
     imported. `manifest` describes the kernels the FMU carries in `carried` (compiled at build
     time for numba's generic CPU): python, numba, machine, files {path: sha256}, index (the
-    index files) and seconds (their compile time at build). With FLEXMBS_CPU=host, keeps the
-    machine's own (host CPU) kernels where they are all cached; else, when the carried ones fit this interpreter, puts
+    index files) and seconds (their compile time at build). Where the process compiles for the
+    host CPU (FLEXMBS_CPU=host; flexmbs._cache.choose_cpu_target), keeps the machine's own kernels
+    where they are all cached; else, when the carried ones fit this interpreter, puts
     them into the cache and makes numba use the generic CPU (NUMBA_CPU_NAME=generic); else
     returns what will be compiled and about how long it takes (to be logged before), or ''."""
     if not manifest or root is None or "numba" in sys.modules:
@@ -254,9 +255,8 @@ def ready_kernels(carried: Path, root, manifest) -> str:
     cache = os.environ.get("NUMBA_CACHE_DIR")
     base = Path(cache) if cache else writable_cache("numba", source_digest(Path(root)))
     os.environ["NUMBA_CACHE_DIR"] = str(base)   # where flexmbs would put it (a fallback folder is chosen once)
-    if os.environ.get("FLEXMBS_CPU", "").lower() == "host" and \
-            all((base / "host" / name).is_file() for name in manifest["index"]):
-        return ""   # flexmbs compiles for the host CPU then (_cache.choose_cpu_target): all are here
+    if choose_cpu_target() == "host" and all((base / "host" / name).is_file() for name in manifest["index"]):
+        return ""   # the target flexmbs will compile for, and all its kernels are here
     here = {"python": "%d.%d" % sys.version_info[:2], "machine": platform.machine()}
     try:
         here["numba"] = importlib.metadata.version("numba")

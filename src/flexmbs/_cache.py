@@ -136,7 +136,7 @@ def cpu_target() -> str:
     return (config.CPU_NAME or "host").lower()
 
 
-def choose_cpu_target() -> None:
+def choose_cpu_target() -> str:
     """Make numba compile for its generic x86-64 (or other architecture's) CPU, NUMBA_CPU_NAME=
     generic, unless numba is imported already or the user chose: NUMBA_CPU_NAME set, or
     FLEXMBS_CPU=host (numba's default, the machine's own CPU; it also drops a generic
@@ -149,19 +149,22 @@ def choose_cpu_target() -> None:
     The generic code ran Huang's arm at 1.00x the host's speed (min 1.00, max 1.01 of 3;
     benchmarks/first_start.py): our kernels are scalar loops over small arrays that gain
     nothing from the newer vector instructions. It holds for the whole process: numba code of
-    the user's own compiles for the generic CPU too, unless numba was imported first."""
+    the user's own compiles for the generic CPU too, unless numba was imported first.
+
+    Returns the target the environment names now, as cpu_target names it (`generic`, `host`
+    or a CPU name). Standard library only: an FMU's slave runs it before numba is imported
+    (flexmbs_fmu/bundle.ready_kernels)."""
     choice = os.environ.get("FLEXMBS_CPU", "").lower()
     if choice not in ("", "host", "generic"):
         logging.getLogger("flexmbs").warning("FLEXMBS_CPU=%s is not a CPU target flexmbs knows (host, generic): "
                                              "compiling for the generic CPU", os.environ["FLEXMBS_CPU"])
-    if "numba" in sys.modules:
-        return
-    if choice == "host":   # wins over the generic target a parent flexmbs process passed on
-        if os.environ.get("NUMBA_CPU_NAME") == "generic":
-            del os.environ["NUMBA_CPU_NAME"]
-        return
-    if "NUMBA_CPU_NAME" not in os.environ:
-        os.environ["NUMBA_CPU_NAME"] = "generic"
+    if "numba" not in sys.modules:
+        if choice == "host":   # wins over the generic target a parent flexmbs process passed on
+            if os.environ.get("NUMBA_CPU_NAME") == "generic":
+                del os.environ["NUMBA_CPU_NAME"]
+        elif "NUMBA_CPU_NAME" not in os.environ:
+            os.environ["NUMBA_CPU_NAME"] = "generic"
+    return (os.environ.get("NUMBA_CPU_NAME") or "host").lower()
 
 
 def _locator_class():

@@ -5,7 +5,7 @@ or in a progress bar's estimate.
 numba compiles a kernel at its first call. Loading compiled kernels from the cache takes well
 under NOTICE_AFTER seconds, compiling them about a minute or more: when preparing lasts longer than that, a
 line on the `flexmbs` logger says so (and, with `progress`, a bar counts the seconds against the
-time the last compile of the same kind took on this machine, kept in the cache folder).
+time the longest compile of the same kind took on this machine, kept in the cache folder).
 """
 
 from __future__ import annotations

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Callable, Optional, Union
 
 import flexmbs
-from flexmbs._cache import private_folder, source_digest, writable_cache
+from flexmbs._cache import choose_cpu_target, private_folder, source_digest, writable_cache
 from flexmbs.model import Model, load_model
 from flexmbs.model.catalog import resolve
 from flexmbs.model.elements import SUPERELEMENT_FILES
@@ -212,7 +212,8 @@ class {cls}({base}):
 def _chooser_source() -> str:
     """Source of the functions of bundle.py and _cache.py that run before flexmbs is imported."""
     return "\n\n".join(inspect.getsource(f) for f in (
-        source_digest, private_folder, writable_cache, bundle.tree_digest, bundle._digest, bundle._digest_or_none,
+        source_digest, private_folder, writable_cache, choose_cpu_target, bundle.tree_digest, bundle._digest,
+        bundle._digest_or_none,
         bundle._version_key, bundle._fits, bundle.missing_requirements, bundle.check_requirements,
         bundle.VerifiedSources, bundle._loaded_digest, bundle._same_as_loaded, bundle.choose_sources,
         bundle._file_digest, bundle._place_kernels,
