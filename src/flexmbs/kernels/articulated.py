@@ -313,14 +313,13 @@ def _own_inertia(S, W, i):
     m = 6 + n
     Mc, Ke, De = S.Mc, S.Ke, S.De
     IA, pA, eta, etad, vb, wb, gb = W.ab_IA, W.ab_pA, W.ab_eta, W.ab_etad, W.ab_vb, W.ab_wb, W.ab_g
-    Mb, hb, Fb = W.ab_Mb, W.ab_hb, W.ab_Fb
+    hb, Fb = W.ab_hb, W.ab_Fb
+    # the body's mass matrix is its inertia before its children's join it: written in place
     if n == 0:
-        rigid_terms(Mc, i, vb, wb, gb, Mb, hb, Fb)
+        rigid_terms(Mc, i, vb, wb, gb, IA[i], hb, Fb)
     else:
-        body_terms(S, W, i, eta, etad, vb, wb, gb, Mb, hb, Fb)
+        body_terms(S, W, i, eta, etad, vb, wb, gb, IA[i], hb, Fb)
     for j in range(m):
-        for kk in range(m):
-            IA[i, j, kk] = Mb[j, kk]
         pA[i, j] = hb[j] - Fb[j]
     for j in range(n):
         acc = 0.0
@@ -341,6 +340,10 @@ def _parent_map(i, P, E, V, W, Psi, k, n_p):
     rp0 = rq0 + V[_S, 0]
     rp1 = rq1 + V[_S, 1]
     rp2 = rq2 + V[_S, 2]
+    rp = W.ab_rp
+    rp[i, 0] = rp0
+    rp[i, 1] = rp1
+    rp[i, 2] = rp2
     for j in range(3):
         e0, e1, e2 = E[j, 0], E[j, 1], E[j, 2]
         for k_ in range(3):
@@ -428,7 +431,7 @@ def _inertia_pass(S, W):
     parent, nm, ev, ju, jnv, drive, uq, motor_J = S.parent, S.nm, S.ev, S.ju, S.jnv, S.drive, S.uq, S.motor_J
     P, Sc, cc, IA, pA = W.ab_P, W.ab_S, W.ab_c, W.ab_IA, W.ab_pA
     U, K, Du, col, nfree, njf = W.ab_U, W.ab_K, W.ab_Du, W.ab_col, W.ab_nf, W.ab_nj
-    D, L, x, Ia, Tp, fa, tau, Lb = W.ab_D, W.ab_L, W.ab_x, W.ab_Ia, W.ab_T, W.ab_fa, W.ab_tau, W.ab_Lb
+    D, L, x, Ia, fa, tau, Lb = W.ab_D, W.ab_L, W.ab_x, W.ab_Ia, W.ab_fa, W.ab_tau, W.ab_Lb
     for b in range(S.nb - 1, -1, -1):
         n = nm[b]
         m = 6 + n
@@ -506,27 +509,102 @@ def _inertia_pass(S, W):
             for ia in range(nf):
                 acc += U[b, i, ia] * Du[b, ia]
             fa[i] = acc
-        mp = 6 + nm[p]
+        _to_parent(W, b, p, nm[p])
+    return True
+
+
+@kernel
+def _to_parent(W, b, p, n_p):
+    """Pass 2, body b: its articulated inertia W.ab_Ia and bias force W.ab_fa (frame rows, b's
+    axes) seen through P from its parent p (n_p modes), added to W.ab_IA[p] += P^T Ia P and
+    W.ab_pA[p] += P^T fa.
+
+    P's frame block is Ehat T, Ehat = blockdiag(E, E) (E: p's axes to b's) and T = [[I, -R],
+    [0, I]], R = skew(rp) (rp = W.ab_rp[b]: p's origin to b's, p's axes): the product is a
+    rotation of the blocks [[A, B], [B^T, C]] of Ia followed by a shift, A, B - A R and
+    C + R B + (R B)^T - R A R (the coordinate transform of a spatial inertia, R. Featherstone,
+    Rigid Body Dynamics Algorithms, Springer 2008, ch. 2), about half the flops of the dense
+    6 x 6 products. A flexible parent's modal columns of P go through the dense rows."""
+    P, IA, pA, Ia, fa, X, Y = W.ab_P, W.ab_IA, W.ab_pA, W.ab_Ia, W.ab_fa, W.ab_X, W.ab_T
+    r0, r1, r2 = W.ab_rp[b, 0], W.ab_rp[b, 1], W.ab_rp[b, 2]
+    # Y = Ia Ehat on the blocks A, B (rows 0-2) and C (rows 3-5, columns 3-5)
+    for i in range(6):
+        for k in range(3):
+            if i < 3:
+                Y[i, k] = Ia[i, 0] * P[b, 0, k] + Ia[i, 1] * P[b, 1, k] + Ia[i, 2] * P[b, 2, k]
+            Y[i, 3 + k] = Ia[i, 3] * P[b, 0, k] + Ia[i, 4] * P[b, 1, k] + Ia[i, 5] * P[b, 2, k]
+    # X = Ehat^T Y: A = X[:3, :3] and C = X[3:, 3:] (upper triangles, mirrored), B = X[:3, 3:]
+    for k in range(3):
+        for c in range(6):
+            if c >= k:
+                X[k, c] = P[b, 0, k] * Y[0, c] + P[b, 1, k] * Y[1, c] + P[b, 2, k] * Y[2, c]
+            if c >= 3 + k:
+                X[3 + k, c] = P[b, 0, k] * Y[3, c] + P[b, 1, k] * Y[4, c] + P[b, 2, k] * Y[5, c]
+    for k in range(3):
+        for c in range(k):
+            X[k, c] = X[c, k]
+            X[3 + k, 3 + c] = X[3 + c, 3 + k]
+    # the shift: Y[:3, :3] = A R (rows -(rp x A_k)), Y[3:, :3] = R B (columns rp x B_c)
+    for k in range(3):
+        Y[k, 0] = r2 * X[k, 1] - r1 * X[k, 2]
+        Y[k, 1] = r0 * X[k, 2] - r2 * X[k, 0]
+        Y[k, 2] = r1 * X[k, 0] - r0 * X[k, 1]
+        Y[3, k] = r1 * X[2, 3 + k] - r2 * X[1, 3 + k]
+        Y[4, k] = r2 * X[0, 3 + k] - r0 * X[2, 3 + k]
+        Y[5, k] = r0 * X[1, 3 + k] - r1 * X[0, 3 + k]
+    for c in range(3):
+        # column c of R (A R): rp x Y[:3, c]
+        ra0 = r1 * Y[2, c] - r2 * Y[1, c]
+        ra1 = r2 * Y[0, c] - r0 * Y[2, c]
+        ra2 = r0 * Y[1, c] - r1 * Y[0, c]
+        for k in range(3):
+            IA[p, k, c] += X[k, c]
+            tr = X[k, 3 + c] - Y[k, c]
+            IA[p, k, 3 + c] += tr
+            IA[p, 3 + c, k] += tr
+        IA[p, 3, 3 + c] += X[3, 3 + c] + Y[3, c] + Y[3 + c, 0] - ra0
+        IA[p, 4, 3 + c] += X[4, 3 + c] + Y[4, c] + Y[3 + c, 1] - ra1
+        IA[p, 5, 3 + c] += X[5, 3 + c] + Y[5, c] + Y[3 + c, 2] - ra2
+    f = _frame_force(P, b, r0, r1, r2, fa[0], fa[1], fa[2], fa[3], fa[4], fa[5])
+    for i in range(6):
+        pA[p, i] += f[i]
+    # a flexible parent's modal columns P_j: Y[:, j] = Ia P_j, the frame-modal block of IA[p]
+    # by the same rotation and shift, the modal-modal block P_i^T Y_j, the modal forces P_j^T fa
+    for j in range(n_p):
         for i in range(6):
-            for j in range(mp):
-                acc = 0.0
-                for k in range(6):
-                    acc += Ia[i, k] * P[b, k, j]
-                Tp[i, j] = acc
-        for i in range(mp):
             acc = 0.0
             for k in range(6):
-                acc += P[b, k, i] * fa[k]
-            pA[p, i] += acc
-            # P^T Ia P is symmetric: one triangle, mirrored
-            for j in range(i, mp):
-                acc = 0.0
-                for k in range(6):
-                    acc += P[b, k, i] * Tp[k, j]
-                IA[p, i, j] += acc
-                if j != i:
-                    IA[p, j, i] += acc
-    return True
+                acc += Ia[i, k] * P[b, k, 6 + j]
+            Y[i, j] = acc
+    for j in range(n_p):
+        f = _frame_force(P, b, r0, r1, r2, Y[0, j], Y[1, j], Y[2, j], Y[3, j], Y[4, j], Y[5, j])
+        for i in range(6):
+            IA[p, i, 6 + j] += f[i]
+            IA[p, 6 + j, i] += f[i]
+        for i in range(j + 1):
+            acc = 0.0
+            for k in range(6):
+                acc += P[b, k, 6 + i] * Y[k, j]
+            IA[p, 6 + i, 6 + j] += acc
+            if i != j:
+                IA[p, 6 + j, 6 + i] += acc
+        acc = 0.0
+        for k in range(6):
+            acc += P[b, k, 6 + j] * fa[k]
+        pA[p, 6 + j] += acc
+
+
+@kernel
+def _frame_force(P, b, r0, r1, r2, f0, f1, f2, f3, f4, f5):
+    """The frame rows of P^T f for a 6-vector f = [f_v; f_w] in b's axes (P = W.ab_P, rp =
+    (r0, r1, r2)): [E^T f_v; E^T f_w + rp x E^T f_v], a force and moment moved to p's origin."""
+    g0 = P[b, 0, 0] * f0 + P[b, 1, 0] * f1 + P[b, 2, 0] * f2
+    g1 = P[b, 0, 1] * f0 + P[b, 1, 1] * f1 + P[b, 2, 1] * f2
+    g2 = P[b, 0, 2] * f0 + P[b, 1, 2] * f1 + P[b, 2, 2] * f2
+    return (g0, g1, g2,
+            P[b, 0, 0] * f3 + P[b, 1, 0] * f4 + P[b, 2, 0] * f5 + r1 * g2 - r2 * g1,
+            P[b, 0, 1] * f3 + P[b, 1, 1] * f4 + P[b, 2, 1] * f5 + r2 * g0 - r0 * g2,
+            P[b, 0, 2] * f3 + P[b, 1, 2] * f4 + P[b, 2, 2] * f5 + r0 * g1 - r1 * g0)
 
 
 @kernel

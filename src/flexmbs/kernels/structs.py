@@ -194,6 +194,7 @@ def _workspace_fields(S) -> dict:
       ab_* articulated (the recursion; nbd = 6 + nmax, body axes throughout):
         ab_P (nb, 6, nbd) child frame velocity [v; w] from the parent's extended velocity z_p;
         ab_S (nb, 6, 6) joint motion subspace in child axes (first jnv columns);
+        ab_rp (nb, 3) r_pb: the parent's origin to the body's, in the parent's axes [m];
         ab_Vb, ab_cb (nb, 6) body velocity [m/s, rad/s] and velocity-product acceleration
         [m/s^2, rad/s^2]; ab_c (nb, 6) Pdot z_p + Hdot y plus the prescribed columns' H qdd;
         ab_IA (nb, nbd, nbd) articulated inertia [kg, kg m, kg m^2]; ab_pA (nb, nbd) articulated
@@ -202,10 +203,11 @@ def _workspace_fields(S) -> dict:
         extended accelerations; ab_col (nb, nbd) velocity coordinate of each free column,
         ab_nf / ab_nj (nb,) number of free / joint columns; ab_tau (nv) joint forces [N m or N];
         per body processed: ab_D, ab_L (nbd, nbd) pivot block and its factor, ab_x (nbd),
-        ab_Ia (6, 6) IA - U D^-1 U^T, ab_T (6, nbd) ab_Ia P, ab_fa, ab_a6 (6), rotations
+        ab_Ia (6, 6) IA - U D^-1 U^T, ab_T (6, nbd) and ab_X (6, 6) scratch of the transform
+        to the parent (ab_Ia rotated, shifted, times P's modal columns), ab_fa, ab_a6 (6), rotations
         ab_E (parent -> child axes), ab_Rc (parent marker -> child), ab_RM (parent marker ->
         parent), ab_V3 (N_V3, 3) named 3-vectors, ab_eta, ab_etad (nmax) zero-padded modal
-        state, ab_vb, ab_wb (3), body terms ab_Mb (nbd, nbd), ab_hb, ab_Fb (nbd), ab_g (3)
+        state, ab_vb, ab_wb (3), body terms ab_hb, ab_Fb (nbd), ab_g (3)
         gravity in body axes; joint kinematics scratch ab_p, ab_R, ab_Sv, ab_Sw, ab_cw, ab_R1,
         ab_R2, ab_bj; load scratch: marker frames abl_*a, abl_*b, force ab_F [N], torque
         ab_Tq [N m], ab_t (3); with loops (kernels/loop_closure.py): ab_Lb (nb, nbd, nbd) each
@@ -253,10 +255,10 @@ def _workspace_fields(S) -> dict:
         ab_IA=z((nb, nbd, nbd)), ab_pA=z((nb, nbd)), ab_U=z((nb, nbd, nbd)), ab_K=z((nb, nbd, 6)),
         ab_Du=z((nb, nbd)), ab_zd=z((nb, nbd)), ab_col=np.zeros((nb, nbd), np.int64),
         ab_nf=np.zeros(nb, np.int64), ab_nj=np.zeros(nb, np.int64), ab_tau=z(nv),
-        ab_D=z((nbd, nbd)), ab_L=z((nbd, nbd)), ab_x=z(nbd), ab_Ia=z((6, 6)), ab_T=z((6, nbd)),
+        ab_D=z((nbd, nbd)), ab_L=z((nbd, nbd)), ab_x=z(nbd), ab_Ia=z((6, 6)), ab_T=z((6, nbd)), ab_X=z((6, 6)), ab_rp=z((nb, 3)),
         ab_fa=z(6), ab_a6=z(6), ab_E=z((3, 3)), ab_Rc=z((3, 3)), ab_RM=z((3, 3)), ab_V3=z((N_V3, 3)),
         ab_eta=z(nmax), ab_etad=z(nmax), ab_vb=z(3), ab_wb=z(3),
-        ab_Mb=z((nbd, nbd)), ab_hb=z(nbd), ab_Fb=z(nbd), ab_g=z(3),
+        ab_hb=z(nbd), ab_Fb=z(nbd), ab_g=z(3),
         ab_p=z(3), ab_R=z((3, 3)), ab_Sv=z((3, 6)), ab_Sw=z((3, 6)), ab_cw=z(3), ab_R1=z((3, 3)),
         ab_R2=z((3, 3)), ab_bj=z(3), ab_F=z(3), ab_Tq=z(3), ab_t=z(3), **_marker_frame("abl_", nv, "ab"),
         ab_Lb=z((nb if nc else 0, nbd, nbd)), ab_pT=z((nb, nbd)), ab_DuT=z((nb, nbd)), ab_zT=z((nb, nbd)),
