@@ -325,8 +325,10 @@ class Table:
         """The table as a pandas DataFrame (last row per key, in design order)."""
         import pandas as pd
 
-        # round_trip: pandas' default float parser (before 3.0) may miss the last bit of a repr
-        df = pd.read_csv(self.path, keep_default_na=False, float_precision="round_trip",
+        # pandas' default float parser before 3.0 may miss the last bit of a repr; 3.0 parses
+        # exactly by default and deprecates the option
+        exact = {"float_precision": "round_trip"} if int(pd.__version__.split(".")[0]) < 3 else {}
+        df = pd.read_csv(self.path, keep_default_na=False, **exact,
                          na_values={c: ["nan"] for c in self.header if c not in ("key", "status", "message")})
         df["message"] = df["message"].astype(str)
         return df.drop_duplicates("key", keep="last").sort_values("run", kind="stable").reset_index(drop=True)
