@@ -187,12 +187,12 @@ def _jacobian(S, W, t, x, inputs, scale, jac_move, jac_drift, K, Jac, xs, memo):
 @njit(**JIT)
 def _still_valid(S, W, t, x, inputs, scale, drift, f0, Jac, xp, fp):
     """Whether Jac still describes the model at (t, x) (f0 = f(t, x)): the change of the rates
-    (rows nq on, the velocity states' derivatives) under the probe step d_j = +-1.5e-8
+    (rows nq on: the velocities' and motor currents' derivatives) under the probe step d_j = +-1.5e-8
     max(|x_j|, scale_j) (signs in a fixed irregular pattern, so no column's change cancels
     another's by design), f(x + d) - f(x), against Jac d, within `drift` (JAC_DRIFT) of |Jac d|.
     The 2-norm is unweighted on purpose: the stiff rows (fast modes, motor currents) dominate
     it, and they are what the W-method needs J for (its order holds with any matrix; its
-    damping of stiff modes does not). Weighed by the state scales as the error norm is, the
+    damping of stiff modes does not). Weighted by the state scales as the error norm is, the
     probe also renews for slow drift in the soft rows: the 3-segment spin-up beam then took 196
     Jacobians instead of 9 and 1.8 times the CPU, for states within 3e-7 instead of 4e-6 of a
     run renewing at every move (relative; its rtol is 1e-6), and the crank-rocker renewed
