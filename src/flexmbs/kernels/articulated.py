@@ -33,7 +33,7 @@ from .drives import MOTION, apply_prescribed, joint_forces
 from .joints import joint_kinematics
 from .kinematics import marker_local, marker_world
 from .loads import point_load, spring_damper_force
-from .linalg import chol_factor_n, chol_solve_n, fill1
+from .linalg import chol_factor_n, chol_solve_columns, chol_solve_n, fill1
 from .settings import kernel
 
 
@@ -486,12 +486,10 @@ def _inertia_pass(S, W):
         chol_solve_n(L, x, nf)
         for ia in range(nf):
             Du[b, ia] = x[ia]
-        for j in range(6):
-            for ia in range(nf):
-                x[ia] = U[b, j, ia]
-            chol_solve_n(L, x, nf)
-            for ia in range(nf):
-                K[b, ia, j] = x[ia]
+        for ia in range(nf):
+            for j in range(6):
+                K[b, ia, j] = U[b, j, ia]
+        chol_solve_columns(L, K[b], nf, 6)
         p = parent[b]
         if p < 0:
             continue

@@ -124,6 +124,24 @@ def chol_solve(L, b):
 
 
 @kernel
+def chol_solve_columns(L, X, n, m):
+    """Solve (L L^T) Y = X[:n, :m] in place (X[:n, :m] <- Y) with the leading n x n factor of L:
+    m right-hand sides in one sweep, each with the arithmetic of chol_solve_n."""
+    for i in range(n):
+        for c in range(m):
+            s = X[i, c]
+            for k in range(i):
+                s -= L[i, k] * X[k, c]
+            X[i, c] = s / L[i, i]
+    for i in range(n - 1, -1, -1):
+        for c in range(m):
+            s = X[i, c]
+            for k in range(i + 1, n):
+                s -= L[k, i] * X[k, c]
+            X[i, c] = s / L[i, i]
+
+
+@kernel
 def chol_solve_n(L, b, n):
     """Solve (L L^T) x = b[:n] in place with the leading n x n factor of L."""
     for i in range(n):
