@@ -13,9 +13,10 @@ on what the stages before it left, as it does inside the right-hand side (a stag
 run on its own output, and pass 2 on an inertia that grows call after call). The last line is
 the whole right-hand side (solvers.common.f_eval) for comparison; the loop reads the
 workspace's arrays once, where f_eval reads its copies' arrays at every call, so the sum of
-the stages can be a little below it. Rounds are interleaved over the prefixes; each stage's
-cost is the best of the rounds' differences (CPU time), with their median in brackets, and
-its share of the sum of the stages.
+the stages can be a little below it. Rounds are interleaved over the prefixes; a stage's cost
+is the difference of the best rounds of its two prefixes (CPU time), with the median of the
+rounds' differences in brackets, and its share of the sum of the stages. On a loaded machine a
+small stage's difference can come out negative: run more rounds.
 
 The state: a shipped model's initial state; for `chain:N`, the chain_rhs case of run.py
 (models.chain_model and models.chain_state). Models whose System takes another route (closed
@@ -141,14 +142,14 @@ def stage_costs(name: str, rounds: int, block: float) -> tuple[list[list[float]]
 def report(name: str, rounds: int, block: float) -> None:
     """Print the table of one model."""
     prefixes, whole = stage_costs(name, rounds, block)
-    diffs = [[r[k] - (r[k - 1] if k else 0.0) for r in prefixes] for k in range(len(STAGES))]
-    total = min(r[-1] for r in prefixes)
+    best = [min(r[k] for r in prefixes) for k in range(len(STAGES))]
     print(f"\n{name}: the right-hand side's stages [us per call], best of {rounds} (median)")
-    for stage, d in zip(STAGES, diffs):
-        print(f"  {stage:18s} {min(d) * 1e6:8.3f} ({statistics.median(d) * 1e6:.3f})  "
-              f"{100 * min(d) / total:5.1f} %")
+    for k, stage in enumerate(STAGES):
+        cost = best[k] - (best[k - 1] if k else 0.0)
+        spread = statistics.median(r[k] - (r[k - 1] if k else 0.0) for r in prefixes)
+        print(f"  {stage:18s} {cost * 1e6:8.3f} ({spread * 1e6:.3f})  {100 * cost / best[-1]:5.1f} %")
     total_median = statistics.median(r[-1] for r in prefixes)
-    print(f"  {'sum of stages':18s} {total * 1e6:8.3f} ({total_median * 1e6:.3f})")
+    print(f"  {'sum of stages':18s} {best[-1] * 1e6:8.3f} ({total_median * 1e6:.3f})")
     print(f"  {'f_eval':18s} {min(whole) * 1e6:8.3f} ({statistics.median(whole) * 1e6:.3f})")
 
 
