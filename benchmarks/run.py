@@ -44,13 +44,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
+import flexmbs  # before numba: flexmbs then compiles for the CPU its FMUs carry (_cache)
 import numpy as np
 from numba import njit
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))   # the benchmark modules beside this file
 
-import flexmbs  # noqa: E402
 import models  # noqa: E402
 import peer_exudyn as pe  # noqa: E402  (exudyn, mujoco and pinocchio are imported lazily)
 import peer_mujoco as pm  # noqa: E402
