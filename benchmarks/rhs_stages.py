@@ -4,16 +4,16 @@
     python benchmarks/rhs_stages.py double_pendulum huang_two_link chain:64 [--rounds 7]
 
 The stages are those of dynamics.rhs and kernels/articulated.articulated_accelerations, in
-order: the copy of the state into the workspace; the drives (prescribed motion and joint
+order, after the loop that runs them: the drives (prescribed motion and joint
 forces); pass 1 per body split into its six steps (parent motion, joint motion, child motion,
 world motion, tree terms, own inertia); the loads; pass 2 (inertia, leaves to root); pass 3
 (accelerations, root to leaves); the rates into the output. A numba loop runs the stages up to
 k for every k, and a stage's cost is the difference of two such prefixes: each stage then runs
 on what the stages before it left, as it does inside the right-hand side (a stage alone would
 run on its own output, and pass 2 on an inertia that grows call after call). The last line is
-the whole right-hand side (solvers.common.f_eval) for comparison; the loop reads the
-workspace's arrays once, where f_eval reads its copies' arrays at every call, so the sum of
-the stages can be a little below it. Rounds are interleaved over the prefixes; a stage's cost
+the whole right-hand side (solvers.common.f_eval) for comparison. The state is copied into the
+workspace once, by a first f_eval, not at every call as f_eval does (dynamics.rhs), and the
+loop reads the workspace's arrays once: the sum of the stages can be a little below f_eval. Rounds are interleaved over the prefixes; a stage's cost
 is the difference of the best rounds of its two prefixes (CPU time), with the median of the
 rounds' differences in brackets, and its share of the sum of the stages. On a loaded machine a
 small stage's difference can come out negative: run more rounds.
@@ -47,23 +47,17 @@ from flexmbs.kernels.structs import route_of  # noqa: E402
 from flexmbs.model import model_from_dict  # noqa: E402
 from flexmbs.solvers.common import f_eval  # noqa: E402
 
-STAGES = ("state copy", "drives", "1 parent motion", "1 joint motion", "1 child motion",
+STAGES = ("loop", "drives", "1 parent motion", "1 joint motion", "1 child motion",
           "1 world motion", "1 tree terms", "1 own inertia", "loads", "2 inertia", "3 accelerations",
           "position rates")
 
 
 @njit
-def _prefix(k, S, W, x, inputs, out, calls):
-    """Run the stages 0..k (STAGES) `calls` times at state x (rates into out)."""
+def _prefix(k, S, W, inputs, out, calls):
+    """Run the stages 1..k (STAGES) `calls` times on the state in W's copies (rates into out)."""
     nq, nv = S.nq, S.nv
     q, u, udot, cur, tau = W.xq, W.xu, W.xud, W.xi, W.ab_tau
     for _ in range(calls):
-        for i in range(nq):
-            q[i] = x[i]
-        for i in range(nv):
-            u[i] = x[nq + i]
-        for i in range(cur.shape[0]):
-            cur[i] = x[nq + nv + i]
         if k >= 1:
             apply_prescribed(S, 0.0, q, u, inputs, udot)
             fill1(tau, 0.0)
@@ -121,8 +115,9 @@ def stage_costs(name: str, rounds: int, block: float) -> tuple[list[list[float]]
     S, W = system.ref, system.workspace()
     out = np.zeros_like(x)
     inputs = system.input_defaults.copy()   # writable, as simulate passes them: one compile
-    runs = [lambda n, k=k: _prefix(k, S, W, x, inputs, out, n) for k in range(len(STAGES))]
+    runs = [lambda n, k=k: _prefix(k, S, W, inputs, out, n) for k in range(len(STAGES))]
     runs.append(lambda n: _whole(S, W, x, inputs, out, n))
+    runs[-1](1)   # f_eval copies the state x into W, where the stages read it
     for run in runs:
         run(10)
     start = time.process_time()
