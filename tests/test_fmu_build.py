@@ -3,6 +3,7 @@ model description (units, dependencies, initial unknowns, stable GUID, documenta
 
 from __future__ import annotations
 
+import logging
 import shutil
 import subprocess
 import sys
@@ -118,6 +119,36 @@ def test_build_fmu_script_builds_and_reports(tmp_path: Path) -> None:
     run = subprocess.run([sys.executable, str(ROOT / "build_fmu.py"), str(tmp_path / "missing.yaml")],
                          capture_output=True, text=True)
     assert run.returncode == 1 and "missing.yaml" in run.stderr and "Traceback" not in run.stderr
+
+
+def test_a_build_says_when_it_compiles_the_kernels_it_carries(fmus, tmp_path: Path, monkeypatch, caplog) -> None:
+    """The kernels an FMU carries compile in a run of its own, whose output is captured and whose
+    startup alone takes seconds: the build says it is compiling exactly when that run compiles.
+    Counted with the notice threshold at 0 s, on a warm cache (the session's FMUs are built):
+    one kernel's cached files removed, the build compiles it again and says so once, with the
+    line that it is done; the next build loads every kernel and says nothing."""
+    import flexmbs
+    from flexmbs import compiling
+    from flexmbs._cache import source_digest, writable_cache
+
+    monkeypatch.setattr(compiling, "NOTICE_AFTER", 0.0)
+    kernels = writable_cache("numba", source_digest(Path(flexmbs.__file__).parent)) / "generic" / "flexmbs" / "kernels"
+    removed = list(kernels.glob("structs._box_work-*"))     # a small kernel the FMU calls from Python
+    assert removed, sorted(p.name for p in kernels.iterdir())
+    for path in removed:
+        path.unlink()
+
+    def said(out: str) -> tuple[int, int]:
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="flexmbs"):
+            build(MODELS / "double_pendulum.yaml", tmp_path / out, check=False)
+        lines = [r.getMessage() for r in caplog.records]
+        return (sum(m.startswith("compiling the numba kernels of the double_pendulum FMU") for m in lines),
+                sum(m.startswith("compiled the numba kernels of the double_pendulum FMU") for m in lines))
+
+    assert said("cold") == (1, 1), caplog.text
+    assert list(kernels.glob("structs._box_work-*"))
+    assert said("warm") == (0, 0), caplog.text
 
 
 def test_natural_formulation_is_refused_with_the_reason(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import flexmbs
-from flexmbs import warmup
+from flexmbs import compiling, warmup
 from flexmbs.simulate import settings_of
 
 COUNT = textwrap.dedent("""
@@ -98,7 +98,7 @@ def test_the_run_compiles_nothing_after_prepare(model: str, method: str) -> None
 def test_a_long_preparation_says_it_is_compiling(monkeypatch, caplog) -> None:
     """Any preparation longer than NOTICE_AFTER is compiling (loading cached kernels takes less):
     with the threshold at 0 s the notice names the kind of run; the caller's state is untouched."""
-    monkeypatch.setattr(warmup, "NOTICE_AFTER", 0.0)
+    monkeypatch.setattr(compiling, "NOTICE_AFTER", 0.0)
     system = flexmbs.compile_model(flexmbs.load_model("double_pendulum"))
     settings = settings_of(system.model)
     x = np.concatenate([system.q0, system.u0])
@@ -117,16 +117,16 @@ def test_the_compile_estimate_comes_from_a_compile_for_the_same_cpu(monkeypatch,
 
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(config, "CPU_NAME", "generic")
-    warmup._remember("dopri5 recursive tree", 11.0)
-    assert warmup._last_compile("dopri5 recursive tree") == 11.0
+    compiling.remember("dopri5 recursive tree", 11.0)
+    assert compiling.last_compile("dopri5 recursive tree") == 11.0
     monkeypatch.setattr(config, "CPU_NAME", None)
-    assert warmup._last_compile("dopri5 recursive tree") is None
-    warmup._remember("dopri5 recursive tree", 141.0)
-    assert warmup._last_compile("dopri5 recursive tree") == 141.0
-    warmup._remember("dopri5 recursive tree", 5.0)     # a compile that found most kernels cached
-    assert warmup._last_compile("dopri5 recursive tree") == 141.0
+    assert compiling.last_compile("dopri5 recursive tree") is None
+    compiling.remember("dopri5 recursive tree", 141.0)
+    assert compiling.last_compile("dopri5 recursive tree") == 141.0
+    compiling.remember("dopri5 recursive tree", 5.0)     # a compile that found most kernels cached
+    assert compiling.last_compile("dopri5 recursive tree") == 141.0
     monkeypatch.setattr(config, "CPU_NAME", "generic")
-    assert warmup._last_compile("dopri5 recursive tree") == 11.0
+    assert compiling.last_compile("dopri5 recursive tree") == 11.0
 
 
 def test_the_kernel_cache_follows_every_source_its_kernels_compile(tmp_path) -> None:

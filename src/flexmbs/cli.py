@@ -34,7 +34,7 @@ from .simulate import Result, check_effort, settings_of, simulate, step_rate
 from .solvers.stepper import Settings, SolverError
 from .compile import compile_model
 from .system import System
-from .warmup import NOTICE_AFTER
+from .compiling import NOTICE_AFTER
 
 # Errors a user can cause; anything else is a bug and keeps its traceback.
 _USER_ERRORS = (ModelError, SolverError, OSError, ValueError, KeyError)
