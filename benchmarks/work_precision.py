@@ -15,6 +15,17 @@ Cases (short runs, so the study takes minutes on a busy 2-core machine):
   dopri5 at rtol 1e-11.
 - crank_rocker_static: the same with the coupler's static modes (static_modes: true: the tip
   shear and moment shapes, stiff kHz coordinates), 0.2 s; reference: implicit at rtol 1e-9.
+- spin_up_plain: the spin-up beam written without flags (no acceleration_modes, the solver
+  section left out: every setting at its default, max_step 10 ms among them), 4 s; error: tip
+  deflection [m]; reference: RK4 at h = 0.5 ms (dopri5's steps are held at max_step by every
+  tolerance, so a dopri5 reference would take the very same steps).
+- loops_chain: 4 coupled rigid four-bars (benchmarks/models.four_bar_chain(4): 9 bodies, 4 cut
+  joints, the recursive route with loops) falling from rest under gravity for 2 s, max_step
+  50 ms (its file's 10 ms bounds every tolerance's step); error: the crank's and the last
+  rocker's angles [rad]; reference: dopri5 at rtol 1e-11.
+
+Every case also runs once as its model (file) is written, its own method and tolerance: the
+row marked "model" in the table and the star in the plot (the default a user gets).
 
 CPU time is time.process_time() of the whole simulate() call (output evaluation included), the
 best of `--repeat` runs after one warm-up run that compiles the kernels. Prints a table and,
@@ -34,8 +45,11 @@ from pathlib import Path
 import numpy as np
 
 import flexmbs
+from flexmbs.model import Solver, model_from_dict
 from flexmbs.simulate import simulate
 from flexmbs.solvers.stepper import StabilityWarning
+
+import models  # benchmarks/models.py, beside this script
 
 SWEEPS = {
     "dopri5": [("rtol", r) for r in (1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8)],
@@ -66,7 +80,24 @@ def cases() -> dict:
                          ["crank.q", "rocker.q"], dict(method="dopri5", rtol=1e-11), [1e-4, 2e-4, 5e-4], {}),
         "crank_rocker_static": (_changed("he_crank_rocker", "coupler", static_modes=True), 0.2, {"crank.tau": 1.0},
                                 ["crank.q", "rocker.q"], dict(method="implicit", rtol=1e-9), [2e-5, 5e-5], {}),
+        "spin_up_plain": (_plain_spin_up(), 4.0, None, ["beam.tip_deflection[2]"], dict(method="rk4", step=5e-4),
+                          [5e-3, 1e-2, 2.5e-2], {}),
+        "loops_chain": (model_from_dict(models.four_bar_chain(4)), 2.0, None, ["crank.q", "rocker_3.q"],
+                        dict(method="dopri5", rtol=1e-11), [1e-3, 2e-3, 5e-3], dict(max_step=0.05)),
     }
+
+
+def _plain_spin_up() -> flexmbs.Model:
+    """The shipped spin-up beam as a user would write it: no flags, default solver settings."""
+    model = _changed("spin_up_beam", "beam", acceleration_modes=False)
+    model.solver = Solver()
+    return model
+
+
+def _as_written(model) -> tuple[str, tuple[str, float]]:
+    """The method and its setting (rk4: step, else rtol) of the model's own solver section."""
+    own = model.solver
+    return own.method, (("step", own.step) if own.method == "rk4" else ("rtol", own.rtol))
 
 
 def run(model, t_end, inputs, settings):
@@ -80,11 +111,20 @@ def run(model, t_end, inputs, settings):
         return r, time.process_time() - t0
 
 
+def _sweeps(model, rk4_steps) -> dict:
+    """method -> [(setting, value)] of the study, with the model's own setting among them."""
+    sweeps = {**SWEEPS, "rk4": [("step", h) for h in rk4_steps]}
+    method, (key, value) = _as_written(model)
+    if (key, value) not in sweeps[method]:
+        sweeps[method] = sorted(sweeps[method] + [(key, value)], key=lambda kv: -kv[1])
+    return sweeps
+
+
 def study(name, model, t_end, inputs, signals, ref_settings, rk4_steps, common, repeat):
     ref, ref_cpu = run(model, t_end, inputs, dict(ref_settings, **common))
     rows = []
-    sweeps = dict(SWEEPS, rk4=[("step", h) for h in rk4_steps])
-    for method, sweep in sweeps.items():
+    own = _as_written(model)
+    for method, sweep in _sweeps(model, rk4_steps).items():
         run(model, t_end, inputs, dict(method=method, **dict([sweep[0]]), **common))   # compile
         for key, value in sweep:
             settings = {"method": method, key: value, **common}
@@ -92,13 +132,13 @@ def study(name, model, t_end, inputs, signals, ref_settings, rk4_steps, common, 
             for _ in range(repeat):
                 r, cpu = run(model, t_end, inputs, settings)
                 cpus.append(cpu)
+            row = dict(case=name, method=method, **{key: value}, model_setting=(method, (key, value)) == own,
+                       cpu_s=min(cpus))
             if r is None:
-                rows.append(dict(case=name, method=method, **{key: value}, error=None, cpu_s=min(cpus),
-                                 failed=True))
+                rows.append(dict(row, error=None, failed=True))
                 continue
             err = max(float(np.abs(r[s] - ref[s]).max()) for s in signals)
-            rows.append(dict(case=name, method=method, **{key: value}, error=err, cpu_s=min(cpus),
-                             cpu_median_s=float(np.median(cpus)), t_end=t_end,
+            rows.append(dict(row, error=err, cpu_median_s=float(np.median(cpus)), t_end=t_end,
                              steps_per_s=r.stats["steps"] / t_end, rejected=r.stats["rejected"],
                              jacobians=r.stats["jacobians"], factorizations=r.stats["factorizations"],
                              real_time_factor=t_end / min(cpus)))
@@ -116,6 +156,9 @@ def plot(name, rows, unit, path):
             continue
         ax.loglog([r["cpu_s"] for r in ok], [r["error"] for r in ok], marker=marker, label=method)
         for r in ok:
+            if r["model_setting"]:
+                ax.plot(r["cpu_s"], r["error"], marker="*", markersize=16, color="k", fillstyle="none",
+                        linestyle="none", label="the model's own setting")
             label = f"{r['rtol']:.0e}" if "rtol" in r else f"{r['step'] * 1e3:g} ms"
             ax.annotate(label, (r["cpu_s"], r["error"]), fontsize=6, xytext=(3, 3), textcoords="offset points")
     ax.set_xlabel("CPU time [s]")
@@ -130,12 +173,14 @@ def plot(name, rows, unit, path):
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--cases", default="huang,spin_up,spin_up_seg4,crank_rocker,crank_rocker_static")
+    ap.add_argument("--cases", default="huang,spin_up,spin_up_plain,spin_up_seg4,crank_rocker,crank_rocker_static,"
+                                         "loops_chain")
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--plot", action="store_true")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
-    units = {"huang": "rad", "spin_up": "m", "spin_up_seg4": "m", "crank_rocker": "rad", "crank_rocker_static": "rad"}
+    units = {"huang": "rad", "spin_up": "m", "spin_up_seg4": "m", "crank_rocker": "rad", "crank_rocker_static": "rad",
+             "spin_up_plain": "m", "loops_chain": "rad"}
     all_cases = cases()
     img = Path(__file__).resolve().parent.parent / "docs" / "img"
     for name in args.cases.split(","):
@@ -145,9 +190,11 @@ def main() -> None:
                 print(json.dumps(r), flush=True)
         else:
             print(f"\n{name} (reference {ref_cpu:.1f} s CPU)")
+            print("* the model's own setting")
             print(f"{'method':9} {'setting':>9} {'error':>9} {'CPU s':>8} {'steps/s':>8} {'rej':>5} {'jac':>5} {'LU':>6}")
             for r in rows:
-                setting = f"{r['rtol']:.0e}" if "rtol" in r else f"{r['step'] * 1e3:g}ms"
+                setting = (f"{r['rtol']:.0e}" if "rtol" in r else f"{r['step'] * 1e3:g}ms") + \
+                    ("*" if r["model_setting"] else "")
                 if r.get("failed"):
                     print(f"{r['method']:9} {setting:>9} {'failed':>9} {r['cpu_s']:8.3f}")
                     continue
