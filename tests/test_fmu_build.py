@@ -115,6 +115,7 @@ def test_build_fmu_script_builds_and_reports(tmp_path: Path) -> None:
                           "-o", str(tmp_path)], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     assert "2 inputs" in run.stdout and "valid (fmpy validate, fmutool -check)" in run.stdout
+    assert "building double_pendulum (1 of 1)" in run.stderr     # each build is announced as it starts
     assert (tmp_path / "double_pendulum.fmu").is_file()
     run = subprocess.run([sys.executable, str(ROOT / "build_fmu.py"), str(tmp_path / "missing.yaml")],
                          capture_output=True, text=True)

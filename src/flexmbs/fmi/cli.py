@@ -55,7 +55,9 @@ def build_command(model_files: Sequence[str], build_all: bool, blocks: Sequence[
     if not jobs:
         raise click.UsageError("give model files, --block NAME, or --all")
     failed = 0
-    for what, run in jobs:
+    for k, (what, run) in enumerate(jobs, 1):
+        # said before each build: a first build compiles for minutes before its own line
+        click.echo(f"building {Path(what).stem} ({k} of {len(jobs)})", err=True)
         try:
             built = run(what, out_dir, check=not no_check)
         except (BuildError, ModelError, OSError) as exc:
