@@ -1,9 +1,11 @@
 """The notice that numba kernels are compiling: work that loads cached kernels in well under
-NOTICE_AFTER seconds takes a minute or more when it compiles them, so after NOTICE_AFTER seconds
-a line on the `flexmbs` logger says what is compiling and about how long it takes (with
-`progress`, a bar counts the seconds), and the time is recorded per kind of work, beside the
-kernels, as the next estimate. Used around a run's preparation (warmup.prepare) and around the
-run that compiles the kernels an FMU carries (fmi/kernels.carry_kernels).
+NOTICE_AFTER seconds takes a minute or more when it compiles them. Once the work has lasted
+NOTICE_AFTER seconds (and, for work given a `started` check, once that says a compile has
+begun), a line on the `flexmbs` logger says what is compiling and about how long it takes (with
+`progress`, a bar counts the seconds), and the time is recorded per kind of work, in the cache
+folder of this process's CPU target, as the next estimate. Used around a run's preparation
+(warmup.prepare) and around the run that compiles the kernels an FMU carries
+(fmi/kernels.carry_kernels, with `started`: that run's startup alone takes seconds).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Callable
 
 from ._cache import cpu_target, numba_cache_folder, private_folder
 
-NOTICE_AFTER = 2.0   # [s] preparing longer than this is compiling
+NOTICE_AFTER = 2.0   # [s] preparing longer than this is compiling (loading cached kernels takes less)
 # [s] a first compile of one run's kernels (one route, one method) from an empty cache, wall
 # time on the two-core development machine (benchmarks/first_start.py, simulate case): the
 # estimate said until this machine has its own
@@ -27,7 +29,7 @@ _LOG = logging.getLogger("flexmbs")
 
 
 def _record() -> Path:
-    """The compile times of this process's CPU target, beside its kernels: a compile for one
+    """The compile times of this process's CPU target, in its cache folder: a compile for one
     target says nothing of one for another."""
     return numba_cache_folder() / cpu_target() / "compile_times.json"
 

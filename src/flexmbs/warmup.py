@@ -25,7 +25,7 @@ def prepare(system: System, settings: Settings, x: np.ndarray, inputs: np.ndarra
             progress: bool = False) -> float:
     """Compile or load every kernel a run of `system` with `settings` calls (the integrator
     entered for a zero-length step, the outputs evaluated once), on throwaway copies: nothing of
-    the caller's changes. Returns the seconds it took (compiling, when above NOTICE_AFTER)."""
+    the caller's changes. Returns the seconds it took (compiling, when above compiling.NOTICE_AFTER)."""
     route = route_of(system.arrays)   # what compiles: kernels/structs.ROUTES
     with Compiling(f"{settings.method} {route}", f"the {settings.method} method on the {route} route",
                    progress) as compiling:

@@ -139,9 +139,9 @@ def carry_kernels(fmu: Path, bundle_root: Path) -> tuple[dict, dict[str, Path]]:
             found = _run(fmu, work, log)
             if found["misses"]:
                 found = _run(fmu, work, work / "again.jsonl")   # now every kernel loads: the set it needs
-        if found["misses"]:
-            raise RuntimeError(f"the FMU's kernels still compiled in a second run ({found['misses']} compiles): "
-                               "numba does not cache them")
+            if found["misses"]:
+                raise RuntimeError(f"the FMU's kernels still compiled in a second run ({found['misses']} compiles): "
+                                   "numba does not cache them")
         seconds = _estimate(base, log, found["functions"])
     generic = base / "generic"
     files: dict[str, Path] = {}
