@@ -13,7 +13,7 @@ process (or an FMU instantiated again) starts without recompiling.
   (`choose_cpu_target`), so that one compile serves the FMUs built here and the runs in-process.
 - FLEXMBS_COMPILE_LOG=<file>: every kernel numba compiles in this process is appended to that
   file as one JSON line (function, signature, seconds), so a test or a benchmark can count
-  compiles and see where the compile time goes.
+  compiles and see where the compile time goes; the file appears when a first compile begins.
 
 The functions `source_digest`, `private_folder` and `writable_cache` use the standard library
 only: the FMU's slave module carries a copy of their source and runs it before flexmbs can be
@@ -228,6 +228,8 @@ class _CompileLog:
 
         class Listener(event.Listener):
             def on_start(_, ev) -> None:
+                if not self.stack:   # the file exists once a compile has begun (fmi/kernels.carry_kernels)
+                    open(self.path, "a").close()
                 self.stack.append([time.process_time(), 0.0])
 
             def on_end(_, ev) -> None:

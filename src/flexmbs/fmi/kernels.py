@@ -35,21 +35,9 @@ import json, shutil, sys
 import numba
 from fmpy import extract, read_model_description
 from fmpy.fmi2 import FMU2Slave
-from numba.core import event
 from numba.core.registry import cpu_target
 
-path, out, began = sys.argv[1], sys.argv[2], sys.argv[3]
-
-
-class Began(event.Listener):          # the file `began` says a compile has started
-    def on_start(self, ev):
-        open(began, "a").close()
-
-    def on_end(self, ev):
-        pass
-
-
-event.register("numba:compile", Began())
+path, out = sys.argv[1], sys.argv[2]
 md = read_model_description(path)
 h = float(md.defaultExperiment.stepSize)
 vr = {v.name: v.valueReference for v in md.modelVariables}
@@ -94,14 +82,14 @@ json.dump({"used": used, "misses": misses, "functions": sorted(set(functions))},
 
 
 def _run(fmu: Path, work: Path, log: Path) -> dict:
-    """Run WARM_UP on `fmu` in the folder `work`, its compiles logged to `log`; the file
-    work/began appears when it starts to compile."""
+    """Run WARM_UP on `fmu` in the folder `work`, its compiles logged to `log` (which appears
+    when a first compile begins: flexmbs._cache, FLEXMBS_COMPILE_LOG)."""
     out = work / "warm_up.json"
     env = {**os.environ, "FLEXMBS_FMU_SOURCES": "bundle", "NUMBA_CPU_NAME": "generic",
            "FLEXMBS_COMPILE_LOG": str(log)}
     for key in ("NUMBA_CPU_FEATURES", "NUMBA_CACHE_DIR"):
         env.pop(key, None)
-    run = subprocess.run([sys.executable, "-c", WARM_UP, str(fmu.resolve()), str(out), str(work / "began")], capture_output=True, text=True,
+    run = subprocess.run([sys.executable, "-c", WARM_UP, str(fmu.resolve()), str(out)], capture_output=True, text=True,
                          env=env, cwd=work)
     if run.returncode != 0:
         raise RuntimeError(f"the run that compiles the FMU's kernels failed:\n{run.stderr[-3000:]}")
@@ -135,7 +123,7 @@ def carry_kernels(fmu: Path, bundle_root: Path) -> tuple[dict, dict[str, Path]]:
         # the run's output is captured, and its startup alone takes seconds: this process says
         # it is compiling once the run has begun a compile
         with Compiling("fmu build", f"the {fmu.name.split('.')[0]} FMU (every solver method, for numba's generic CPU)",
-                       first=FIRST_COMPILE, started=(work / "began").exists):
+                       first=FIRST_COMPILE, started=log.exists):
             found = _run(fmu, work, log)
             if found["misses"]:
                 found = _run(fmu, work, work / "again.jsonl")   # now every kernel loads: the set it needs
