@@ -14,7 +14,7 @@ import pytest
 import flexmbs
 from flexmbs import equilibrium, linearize
 from flexmbs.model import Body, Drive, Joint, Load, Marker, Material, ModelError, Model, Profile, Section, Sensor
-from flexmbs.signals import Evaluator, output_width, signal_table
+from flexmbs.signals import Evaluator, output_width, signal_table, state_slots
 
 L, E, G = 1.2, 7.0e10, 2.6e10
 W, H = 0.03, 0.02                          # rectangle: width along body y, height along z [m]
@@ -50,6 +50,24 @@ GAUGES = [Sensor("top", "beam", type="strain_gauge", x=0.0, z=H / 2),
           Sensor("root", "beam", type="section_force", x=0.0),
           Sensor("inner", "beam", type="section_force", x=0.45),
           Sensor("node", "beam", type="section_force", x=0.6)]
+
+
+def test_the_state_level_gives_the_gauges_of_the_full_evaluation() -> None:
+    """An FMU's outputs read without the dynamics (Evaluator.evaluate_state: positions,
+    velocities, tip deflections, gauges and section forces) are those of the full evaluation,
+    bit for bit, at the statically loaded cantilever, whose gauges the tests below check
+    against beam statics."""
+    system = flexmbs.compile_model(cantilever(Section("rectangle", width=W, height=H), sensors=GAUGES))
+    x = equilibrium(system)
+    u = np.zeros(max(1, len(system.inputs)))
+    full, alone = np.zeros((1, output_width(system))), np.full(output_width(system), np.nan)
+    evaluator = Evaluator(system, system.workspace())
+    evaluator.evaluate(np.zeros(1), x[None, :], u[None, :], full)
+    evaluator.evaluate_state(0.0, x, u, alone, np.zeros(system.nv))
+    slots = state_slots(system)
+    gauge = [s.index for s in signal_table(system) if s.name.startswith(("top", "side", "root", "inner", "node"))]
+    assert set(gauge) <= set(slots) and np.abs(full[0, gauge]).max() > 0.0
+    np.testing.assert_array_equal(alone[slots], full[0, slots])
 
 
 @pytest.mark.parametrize("modes, static, interface", [(None, False, True), (2, True, True), (2, True, False)])

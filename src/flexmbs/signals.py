@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .gauges import gauge_signals, gauges
-from .kernels.outputs import sample, state_outputs
+from .kernels.outputs import modal_rows, sample, state_outputs
 from .model.tables import JOINTS, POSITION
 from .system import System
 
@@ -162,6 +162,40 @@ def output_width(system: System) -> int:
     return current_start(system) + system.ni
 
 
+def modal_table(system: System) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The signals linear in the modal coordinates eta, as kernels.outputs.modal_signals reads
+    them: (lin, coef, quad, hess). Per flexible body its tip deflection [m] in the body frame,
+    u = Phi eta - 1/2 (eta^T H eta) e_x (the axial foreshortening of tip_marker's second-order
+    term): three rows of Phi and one quadratic row; per strain gauge and section-force sensor its
+    rows (gauges). lin, quad: int64 (rows, 4) of (slot in y, first eta in x, count m, offset in
+    coef or hess); coef: the rows' coefficients; hess: each H (m x m) row-major."""
+    lin, coef, quad, hess = [], [], [], []
+
+    def put(slot: int, e0: int, row: np.ndarray) -> None:
+        lin.append((slot, e0, row.size, len(coef)))
+        coef.extend(row)
+
+    i = tip_start(system)
+    for bn, (e0, n) in system.body_eta.items():
+        _, Phi, _, H = tip_marker(system.flex[bn])
+        for a in range(3):
+            put(i + a, e0, np.asarray(Phi)[a])
+        quad.append((i, e0, n, len(hess)))
+        hess.extend(np.asarray(H).ravel())
+        i += 3
+    i = gauge_start(system)
+    for g in gauges(system):
+        for row in g.rows:
+            put(i, g.e0, row)
+            i += 1
+    return _index_rows(lin), np.array(coef, dtype=float), _index_rows(quad), np.array(hess, dtype=float)
+
+
+def _index_rows(table: list[tuple[int, int, int, int]]) -> np.ndarray:
+    """A table of (slot, e0, m, offset) rows as int64 (rows, 4), also when empty."""
+    return np.array(table, dtype=np.int64).reshape(-1, 4)
+
+
 class Evaluator:
     """Fills y for given times, states and inputs; holds the scratch arrays of one size."""
 
@@ -170,47 +204,19 @@ class Evaluator:
         self.W = W
         self._scratch: dict[int, tuple] = {}
         self.sensors = np.array(list(system.sensors.values()), dtype=np.int64)
-        # tip deflection u = Phi eta - 1/2 (eta^T H eta) e_x (axial foreshortening)
-        self.tips = []
-        for bn, (e0, n) in system.body_eta.items():
-            _, Phi, _, H = tip_marker(system.flex[bn])
-            self.tips.append((e0, n, np.asarray(Phi), np.asarray(H)))
+        self.modal = modal_table(system)
+        self.i_current = current_start(system)
         # per cut joint: its rows, and which are position rows
         self.cuts, r = [], 0
         for cut in system.model.loops.cuts:
             kinds = np.array([kind for kind, _, _ in JOINTS[cut.type].cut_rows])
             self.cuts.append((slice(r, r + kinds.size), kinds == POSITION))
             r += kinds.size
-        self.gauges = gauges(system)  # strain gauges and section forces: rows times eta
 
     def evaluate_state(self, t: float, x: np.ndarray, u: np.ndarray, y: np.ndarray, udot: np.ndarray) -> None:
         """Only the outputs that follow from the state without the dynamics (state_slots) of
         y at time t [s], state x, inputs u, as `evaluate` gives them; udot (nv) is scratch."""
-        nu = self.system.nq + self.system.nv
-        state_outputs(self.system.ref, t, x[:nu], u, y, udot)
-        Xo, Y = y[None, :nu], y[None, :]
-        self._tips(Xo, Y, tip_start(self.system))
-        i = self._gauges(Xo, Y, gauge_start(self.system))
-        y[i:] = x[nu:]
-
-    def _tips(self, Xo: np.ndarray, Y: np.ndarray, i: int) -> int:
-        """Y[:, i:] = the tip deflections u = Phi eta - 1/2 (eta^T H eta) e_x of states Xo; returns
-        the index after them."""
-        for e0, m, Phi, H in self.tips:
-            eta = Xo[:, e0:e0 + m]
-            Y[:, i:i + 3] = eta @ Phi.T
-            Y[:, i] -= 0.5 * np.einsum("ki,ij,kj->k", eta, H, eta)
-            i += 3
-        return i
-
-    def _gauges(self, Xo: np.ndarray, Y: np.ndarray, i: int) -> int:
-        """Y[:, i:] = the strain-gauge and section-force signals of states Xo (rows times eta);
-        returns the index after them."""
-        for g in self.gauges:
-            k, m = g.rows.shape
-            Y[:, i:i + k] = Xo[:, g.e0:g.e0 + m] @ g.rows.T
-            i += k
-        return i
+        state_outputs(self.system.ref, t, x, u, y, udot, *self.modal, self.i_current)
 
     def evaluate(self, t: np.ndarray, X: np.ndarray, U: np.ndarray, Y: np.ndarray) -> None:
         """Y[k] = y at time t[k] [s], state X[k] = [q; u; i], inputs U[k]. X is not changed; Y
@@ -236,7 +242,7 @@ class Evaluator:
         i += 4
         Y[:, i:i + 18 * self.sensors.size] = Sens.reshape(n, -1)
         i += 18 * self.sensors.size
-        i = self._tips(Xo, Y, i)
+        i += 3 * len(self.system.body_eta)
         for rows, pos in self.cuts:
             g, reaction = Loop[:, rows, 0], Loop[:, rows, 1:2] * Loop[:, rows, 2:5]
             Y[:, i] = np.linalg.norm(g[:, pos], axis=1)
@@ -244,5 +250,5 @@ class Evaluator:
             Y[:, i + 2:i + 5] = reaction[:, pos].sum(axis=1)
             Y[:, i + 5:i + 8] = reaction[:, ~pos].sum(axis=1)
             i += 8
-        i = self._gauges(Xo, Y, i)
-        Y[:, i:] = Xo[:, nu:]
+        modal_rows(Xo, Y, *self.modal)
+        Y[:, self.i_current:] = Xo[:, nu:]

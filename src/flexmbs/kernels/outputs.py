@@ -30,15 +30,50 @@ def drive_torques(S, W, t, q, u, inputs, tau):
             tau[c] = np.nan
 
 
+@kernel
+def modal_signals(xo, y, lin, coef, quad, hess):
+    """The signals linear in the modal coordinates, with a quadratic term on some: for each row
+    (slot, e0, m, off) of lin, y[slot] = coef[off:off + m] . xo[e0:e0 + m]; then for each row of
+    quad, y[slot] -= 1/2 eta^T H eta with eta = xo[e0:e0 + m] and H = hess[off:off + m*m]
+    row-major. Tip deflections [m] (the rows of Phi, minus the axial foreshortening) and strain
+    gauges and section forces (Evaluator)."""
+    for r in range(lin.shape[0]):
+        slot, e0, m, off = lin[r, 0], lin[r, 1], lin[r, 2], lin[r, 3]
+        acc = 0.0
+        for i in range(m):
+            acc += coef[off + i] * xo[e0 + i]
+        y[slot] = acc
+    for r in range(quad.shape[0]):
+        slot, e0, m, off = quad[r, 0], quad[r, 1], quad[r, 2], quad[r, 3]
+        acc = 0.0
+        for i in range(m):
+            row = 0.0
+            for j in range(m):
+                row += hess[off + i * m + j] * xo[e0 + j]
+            acc += xo[e0 + i] * row
+        y[slot] -= 0.5 * acc
+
+
 @njit(**JIT)
-def state_outputs(S, t, x, inputs, y, udot):
-    """y[:nx] = the state x = [q; u; i] at time t [s] with the motion-driven coordinates and
-    rates at their profile values (as `sample` gives them), without the dynamics. udot (nv) is
-    scratch for the profile accelerations."""
-    nq = S.nq
-    for i in range(x.size):
+def state_outputs(S, t, x, inputs, y, udot, lin, coef, quad, hess, i_current):
+    """The outputs that follow from the state x = [q; u; i] at time t [s] without the dynamics:
+    y[:nq + nv] = q and u with the motion-driven coordinates and rates at their profile values
+    (as `sample` gives them), the modal signals (modal_signals), and y[i_current:] = the motor
+    currents i [A]. udot (nv) is scratch for the profile accelerations."""
+    nq, nu = S.nq, S.nq + S.nv
+    for i in range(nu):
         y[i] = x[i]
-    apply_prescribed(S, t, y[:nq], y[nq:nq + S.nv], inputs, udot)
+    apply_prescribed(S, t, y[:nq], y[nq:nu], inputs, udot)
+    modal_signals(y, y, lin, coef, quad, hess)
+    for i in range(x.size - nu):
+        y[i_current + i] = x[nu + i]
+
+
+@njit(**JIT)
+def modal_rows(Xo, Y, lin, coef, quad, hess):
+    """modal_signals for each row k: Y[k] from the states Xo[k]."""
+    for k in range(Xo.shape[0]):
+        modal_signals(Xo[k], Y[k], lin, coef, quad, hess)
 
 
 @njit(**JIT)
