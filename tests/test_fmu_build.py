@@ -152,7 +152,9 @@ def test_a_build_says_when_it_compiles_the_kernels_it_carries(fmu_path, tmp_path
         with caplog.at_level(logging.WARNING, logger="flexmbs"):
             build(MODELS / "double_pendulum.yaml", tmp_path / out, check=False)
         lines = [r.getMessage() for r in caplog.records]
-        return (sum(m.startswith("compiling the numba kernels of the double_pendulum FMU") for m in lines),
+        # the estimate is the one of the model's route: another route compiles other kernels
+        return (sum(m.startswith("compiling the numba kernels of the double_pendulum FMU (every solver method, "
+                                 "recursive tree route") for m in lines),
                 sum(m.startswith("compiled the numba kernels of the double_pendulum FMU") for m in lines))
 
     assert said("cold") == (1, 1), caplog.text

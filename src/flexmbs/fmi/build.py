@@ -43,6 +43,7 @@ from flexmbs.model import Model, load_model
 from flexmbs.model.catalog import resolve
 from flexmbs.model.elements import SUPERELEMENT_FILES
 from flexmbs.compile import compile_model
+from flexmbs.kernels.structs import route_of
 
 from flexmbs_fmu import bundle
 from flexmbs_fmu.base import GuardedSlave
@@ -125,10 +126,12 @@ def _check_version(fmi_version: int) -> None:
 
 @dataclass
 class Carry:
-    """What an FMU carries besides its sources: its compiled kernels (a plant), a Python runtime."""
+    """What an FMU carries besides its sources: its compiled kernels (a plant, whose forward
+    dynamics take `route`: kernels/structs.ROUTES), a Python runtime."""
 
     kernels: bool
     standalone: bool
+    route: str = ""
 
 
 def _carry(fmu: Path, work: Path, python_src: Path, requires: dict, carry: Carry) -> None:
@@ -136,7 +139,7 @@ def _carry(fmu: Path, work: Path, python_src: Path, requires: dict, carry: Carry
     ready-compiled kernels (resources/kernels) and the Python runtime (resources/runtime), as
     `carry` asks. The kernels come first: they are compiled by running this FMU."""
     try:
-        kernels = carry_kernels(fmu, python_src) if carry.kernels else None
+        kernels = carry_kernels(fmu, python_src, carry.route) if carry.kernels else None
         runtime = build_runtime(work / "runtime", requires, python_src) if carry.standalone else None
     except RuntimeError as err:
         raise BuildError(f"{fmu.name.split('.')[0]}: {err}") from err
@@ -328,7 +331,8 @@ def build(model_path: Union[str, os.PathLike], out_dir: Union[str, os.PathLike] 
                           notes=[_in_version(n, fmi_version) for n in PLANT_NOTES]),
         description=model.description or f"flexmbs plant {model.name}", author=ex.author, version=ex.version,
         stop_time=ex.stop_time, step_size=ex.step_size or model.solver.output_step, tolerance=model.solver.rtol,
-        carry=Carry(kernels=kernels or standalone, standalone=standalone), fmi_version=fmi_version)
+        carry=Carry(kernels=kernels or standalone, standalone=standalone, route=route_of(system.arrays)),
+        fmi_version=fmi_version)
 
 
 def build_component(name: str, out_dir: Union[str, os.PathLike] = "fmus", check: bool = True,

@@ -27,7 +27,7 @@ from flexmbs.compiling import Compiling
 
 # [s] compiling the kernels of a first FMU from an empty cache (three methods, one route), wall
 # time on the two-core development machine: the estimate said until this machine has its own
-FIRST_COMPILE = 200.0
+FIRST_FMU_COMPILE = 200.0
 
 # The run in a new process: instantiate, initialise, step and read every output, per method.
 WARM_UP = r"""
@@ -112,9 +112,11 @@ def _estimate(folder: Path, log: Path, functions: list[str]) -> float:
     return round(sum(known.get(f, 0.0) for f in functions), 1)
 
 
-def carry_kernels(fmu: Path, bundle_root: Path) -> tuple[dict, dict[str, Path]]:
+def carry_kernels(fmu: Path, bundle_root: Path, route: str) -> tuple[dict, dict[str, Path]]:
     """Compile (or load from this user's cache) the generic-CPU kernels the FMU at `fmu` runs
-    from its sources `bundle_root` (the folder holding the bundled flexmbs). Returns the
+    from its sources `bundle_root` (the folder holding the bundled flexmbs), a plant on the
+    forward-dynamics `route` (kernels/structs.ROUTES: each compiles kernels of its own, so the
+    compile notice's estimate is the one of the same route; 115-249 s measured). Returns the
     manifest (resources/kernels/manifest.json) and the files to carry by path relative to the
     cache's generic folder. Raises RuntimeError when the run fails or still compiles."""
     base = writable_cache("numba", source_digest(bundle_root / "flexmbs"))
@@ -122,8 +124,9 @@ def carry_kernels(fmu: Path, bundle_root: Path) -> tuple[dict, dict[str, Path]]:
         work, log = Path(tmp), Path(tmp) / "compiles.jsonl"
         # the run's output is captured, and its startup alone takes seconds: this process says
         # it is compiling once the run has begun a compile
-        with Compiling("fmu build", f"the {fmu.name.split('.')[0]} FMU (every solver method, for numba's generic CPU)",
-                       first=FIRST_COMPILE, started=log.exists):
+        with Compiling(f"fmu build {route}", f"the {fmu.name.split('.')[0]} FMU (every solver method, {route} route, "
+                       "for numba's generic CPU)",
+                       first=FIRST_FMU_COMPILE, started=log.exists):
             found = _run(fmu, work, log)
             if found["misses"]:
                 found = _run(fmu, work, work / "again.jsonl")   # now every kernel loads: the set it needs
