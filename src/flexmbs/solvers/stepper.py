@@ -111,11 +111,11 @@ class Stepper:
     """Advances x = [q; u; i] (i: motor currents) of one System. Holds the workspace, so one per concurrent user."""
 
     def __init__(self, system: System, settings: Settings, dense: bool = True) -> None:
-        """dense (dopri5 without loops; the default): a call whose t, x and inputs are the ones
-        the last call ended with continues from the integrator's own state and first stage
-        (first-same-as-last kept), stepping past t_end and serving it from dense output (_dopri5);
-        False: every call evaluates its first stage and lands on t_end (always with loops, whose
-        projection after each call changes the state)."""
+        """dense (dopri5; the default): a call whose t, x and inputs are the ones the last call
+        ended with continues from the integrator's own state and first stage (first-same-as-last
+        kept), stepping past t_end and serving it from dense output (_dopri5); with closed loops
+        the output and the integrator's own state are each projected onto the constraints
+        (_project_own). False: every call evaluates its first stage and lands on t_end."""
         settings.check()
         self.system = system
         self.settings = settings
@@ -145,8 +145,10 @@ class Stepper:
             self.loops = Loops(system.arrays, system.ref, system.arrays.cr_on.astype(bool))
             self.loop_free = free_columns(system.arrays, system.joint_u, ())
         # dense dopri5: its own state (t_i [s], x_i) past the last t_end, the dense output of the
-        # step spanning it (D; span: start and length [s]), and what the last call returned
-        self.dense = dense and self.code == DOPRI5 and self.loops is None
+        # step spanning it (D; span: start and length [s]), and what the last call returned;
+        # fsal_stale: K[0] is not yet f(t_i, x_i) (x_i was projected onto the loops: _project_own)
+        self.dense = dense and self.code == DOPRI5
+        self.fsal_stale = False
         self.t_i: float | None = None
         self.x_i = np.zeros(nx)
         self.D = np.zeros((5, nx))
@@ -171,12 +173,15 @@ class Stepper:
         self.memo[:2] = 0
         self.ctl[:] = ERR_FLOOR, 0.0
         self.t_i = None
+        self.fsal_stale = False
 
     def dopri5_memory(self) -> dict:
         """dopri5's memory that shapes its next steps (the step controller's, and for dense
         output the integrator's own time and state past the last t_end, its first stage, the
         dense output of the step spanning t_end and what the last call returned and held), as
         lists, for saving an FMU state. Times not yet known are None."""
+        if self.t_i is not None and self._fresh_fsal() != OK:
+            self.t_i = None   # its first stage cannot be evaluated: the next call starts afresh
         known = self.t_i is not None
         return dict(ctl=self.ctl.tolist(), t_i=self.t_i if known else None, x_i=self.x_i.tolist(),
                     fsal=self.K[0].tolist() if known else [0.0] * self.x_size, dense=self.D.tolist(),
@@ -198,6 +203,7 @@ class Stepper:
         self.ctl[:] = data["ctl"]
         self.t_i = None if data["t_i"] is None else float(data["t_i"])
         self.x_i[:], self.K[0], self.D[:], self.span[:] = data["x_i"], data["fsal"], data["dense"], data["span"]
+        self.fsal_stale = False
         self.t_last = np.nan if data["t_last"] is None else float(data["t_last"])
         self.x_last[:] = data["x_last"]
         self.u_last = np.array(data["u_last"], dtype=float)
@@ -242,7 +248,16 @@ class Stepper:
         return self.dense and self.t_i is not None and abs(t - self.t_last) <= CLOCK_TOL * max(1.0, abs(t)) \
             and x.tobytes() == self.x_last.tobytes() and inputs.tobytes() == self.u_last.tobytes()
 
-    def _dopri5(self, t: float, x: np.ndarray, t_end: float, inputs: np.ndarray, h_min: float) -> int:
+    def _fresh_fsal(self) -> int:
+        """K[0] = f(t_i, x_i) if x_i changed since it was evaluated (_project_own). Returns the status."""
+        if not self.fsal_stale:
+            return OK
+        self.fsal_stale = False
+        self.nrhs += 1
+        return f_eval(self.system.ref, self.W, self.t_i, self.x_i, self.u_last, self.K[0])
+
+    def _dopri5(self, t: float, x: np.ndarray, t_end: float, inputs: np.ndarray, h_min: float,
+                continues: bool) -> int:
         """dopri5 from t to t_end [s], x(t_end) into x. A call that continues (_continues) steps
         on from the integrator's own state and first stage, past t_end, and takes x(t_end) from
         dense output; any other call evaluates its first stage and lands on t_end, since inputs
@@ -251,9 +266,13 @@ class Stepper:
         landing took 16,660 right-hand sides over 1 s against 17,506 from dense output. Returns
         the status; on failure x is the last accepted internal state."""
         S, st = self.system.ref, self.settings
-        continues = self._continues(t, x, inputs)
         if continues:
             t0, x0 = self.t_i, self.x_i
+            status = self._fresh_fsal()
+            if status != OK:
+                x[:] = self.x_i
+                self.t_i = None
+                return status
         else:
             t0, x0, self.t_i = t, x, None
             self.nrhs += 1
@@ -273,12 +292,39 @@ class Stepper:
             if not continues:
                 np.copyto(self.x_i, x)
                 self.span[:] = t_end, 0.0
-            self.t_i, self.t_last = t_i, t_end
-            self.x_last[:] = x
-            if self.u_last.shape != inputs.shape:
-                self.u_last = np.empty_like(inputs)
-            self.u_last[:] = inputs
+            self.t_i = t_i
         return OK
+
+    def _remember(self, t_end: float, x: np.ndarray, inputs: np.ndarray) -> None:
+        """What a dense call returned and held: the next call continues if it starts from them."""
+        self.t_last = t_end
+        self.x_last[:] = x
+        if self.u_last.shape != inputs.shape:
+            self.u_last = np.empty_like(inputs)
+        self.u_last[:] = inputs
+
+    def _project_own(self, t_before: float | None, continues: bool, x: np.ndarray, inputs: np.ndarray) -> None:
+        """With loops, after a dense call: the integrator's own state x_i onto the constraints,
+        as the landing integrator's state is at each call (it drifts off g = 0 as the output
+        does): a landed call's x_i is its projected output; a continued call's x_i, if it
+        stepped (t_i moved from t_before), is projected at t_i with the prescribed coordinates
+        at their profile values. Its first stage is then evaluated when next needed."""
+        if not continues:
+            np.copyto(self.x_i, x)
+        elif self.t_i == t_before:
+            return
+        else:
+            self._onto_loops(self.t_i, self.x_i, inputs)
+        self.fsal_stale = True
+
+    def _onto_loops(self, t: float, x: np.ndarray, inputs: np.ndarray) -> None:
+        """x onto the loop constraints at time t [s], the prescribed coordinates at their profile
+        values (x may come from outside, or hold integrated values of held inputs)."""
+        nq, nv = self.system.nq, self.system.nv
+        q, u = x[:nq], x[nq:nq + nv]
+        apply_prescribed(self.system.ref, t, q, u, inputs, self.xs[nq:])
+        project_positions(self.loops, q, u, self.loop_free)
+        project_velocities(self.loops, q, u, self.loop_free)
 
     def check_stability(self, t: float, x: np.ndarray, inputs: np.ndarray) -> float:
         """RK4's stability bound [s] from the eigenvalues of the system linearised at (t, x)
@@ -307,20 +353,16 @@ class Stepper:
         on failure x is left at the last accepted internal step, which is not t_end."""
         S, st = self.system.ref, self.settings
         h_min = 1e-14 * max(1.0, abs(t_end))
-        if self.loops is not None:
-            # start on the constraints with the prescribed coordinates at their profile values
-            # (x may come from outside, or hold integrated values of held inputs)
-            q, u = x[:self.system.nq], x[self.system.nq:self.system.nq + self.system.nv]
-            apply_prescribed(S, t, q, u, inputs, self.xs[self.system.nq:])
-            project_positions(self.loops, q, u, self.loop_free)
-            project_velocities(self.loops, q, u, self.loop_free)
+        continues, t_before = self._continues(t, x, inputs), self.t_i
+        if self.loops is not None and not continues:
+            self._onto_loops(t, x, inputs)   # a continued call's x is the last call's projected output
         if self.code == RK4:
             if self.stability_bound is None:
                 self.stability_bound = self.check_stability(t, x, inputs)
             status, n = rk4_advance(S, self.W, t, x, t_end, st.step, inputs, self.K, self.xs)
             self.nsteps += n
         elif self.code == DOPRI5:
-            status = self._dopri5(t, x, t_end, inputs, h_min)
+            status = self._dopri5(t, x, t_end, inputs, h_min, continues)
         else:
             status, self.h, n, r = ros_advance(S, self.W, t, x, t_end, self.h, st.max_step, h_min, st.rtol,
                                                self.atol, self.scale, self.jac_move, self.jac_drift, inputs, self.K,
@@ -338,3 +380,7 @@ class Stepper:
             if residual > 1e3 * LOOP_TOL:
                 raise SolverError(LOOP_OPEN, t_end, f" (largest constraint residual {residual:.3g})")
             project_velocities(self.loops, q, u, self.loop_free)
+            if self.dense:
+                self._project_own(t_before, continues, x, inputs)
+        if self.dense:
+            self._remember(t_end, x, inputs)
