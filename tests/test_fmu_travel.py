@@ -283,7 +283,8 @@ def test_a_c_host_finds_a_python_when_the_build_venv_is_gone(plant, same_venv, c
     here = [p for p in sys.path if p.endswith("site-packages")]
     Path(site, "here.pth").write_text("\n".join(here) + "\n")     # this venv's packages, by a .pth file
     build = f"from flexmbs.fmi.build import build; build({str(resolve(MODEL))!r}, {str(work / 'gone')!r})"
-    subprocess.run([str(gone / "bin" / "python"), "-c", build], check=True, capture_output=True)
+    built = subprocess.run([str(gone / "bin" / "python"), "-c", build], capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr[-3000:]
     fmu = str(work / "gone" / f"{MODEL}.fmu")
     shutil.rmtree(gone)
     args = _c_args(c_host, fmu, work / "unpacked gone")
