@@ -68,7 +68,8 @@ class Rollback:
     RK4's stability check, the stage row that a saved state holds as the implicit method's
     Jacobian state (dopri5's last stage otherwise); for the implicit method its Jacobian, LU
     factors, pivots and their validity; for dopri5 its step controller, and from dense output
-    its own time and state, first stage, dense output and the last call's end). `keep()` before
+    its own time and state, first stage, dense output, the last call's end and, with loops,
+    whether its own state awaits its projection). `keep()` before
     a step, `undo()` after a refused one, so that a refused step leaves the plant bit for bit as
     it was."""
 
@@ -82,13 +83,14 @@ class Rollback:
 
     def keep(self) -> None:
         st = self.stepper
-        self.scalars = (st.h, st.nsteps, st.nrejected, st.stability_bound, st.t_i, st.t_last, st.u_last.copy())
+        self.scalars = (st.h, st.nsteps, st.nrejected, st.stability_bound, st.t_i, st.t_last, st.u_last.copy(),
+                        st.own_stale)
         for a, c in zip(self.arrays, self.copies):
             np.copyto(c, a)
 
     def undo(self) -> None:
         st = self.stepper
-        st.h, st.nsteps, st.nrejected, st.stability_bound, st.t_i, st.t_last, st.u_last = self.scalars
+        st.h, st.nsteps, st.nrejected, st.stability_bound, st.t_i, st.t_last, st.u_last, st.own_stale = self.scalars
         for a, c in zip(self.arrays, self.copies):
             np.copyto(a, c)
 
@@ -236,7 +238,8 @@ class Plant:
     def refresh(self, level: int = 2) -> None:
         """Make y valid for (t, x, inputs) up to `level`: 1 computes only what follows from the
         state without the dynamics (positions, velocities with the motion-driven ones at their
-        profile values, tip deflections: Evaluator.state_slots), 2 every output."""
+        profile values, tip deflections, strain gauges, section forces, motor currents:
+        signals.state_slots), 2 every output."""
         if self.stale:
             self.configure()
         if self.flags[0] >= level:

@@ -114,8 +114,9 @@ class Stepper:
         """dense (dopri5; the default): a call whose t, x and inputs are the ones the last call
         ended with continues from the integrator's own state and first stage (first-same-as-last
         kept), stepping past t_end and serving it from dense output (_dopri5); with closed loops
-        the output and the integrator's own state are each projected onto the constraints
-        (_project_own). False: every call evaluates its first stage and lands on t_end."""
+        the output is projected onto the constraints at each call, and the integrator's own
+        state before a call steps on from it (_project_own). False: every call evaluates its
+        first stage and lands on t_end."""
         settings.check()
         self.system = system
         self.settings = settings
@@ -146,9 +147,9 @@ class Stepper:
             self.loop_free = free_columns(system.arrays, system.joint_u, ())
         # dense dopri5: its own state (t_i [s], x_i) past the last t_end, the dense output of the
         # step spanning it (D; span: start and length [s]), and what the last call returned;
-        # fsal_stale: K[0] is not yet f(t_i, x_i) (x_i was projected onto the loops: _project_own)
+        # own_stale: x_i is not yet on the loop constraints, nor K[0] = f(t_i, x_i) (_project_own)
         self.dense = dense and self.code == DOPRI5
-        self.fsal_stale = False
+        self.own_stale = False
         self.t_i: float | None = None
         self.x_i = np.zeros(nx)
         self.D = np.zeros((5, nx))
@@ -173,14 +174,16 @@ class Stepper:
         self.memo[:2] = 0
         self.ctl[:] = ERR_FLOOR, 0.0
         self.t_i = None
-        self.fsal_stale = False
+        self.own_stale = False
 
     def dopri5_memory(self) -> dict:
         """dopri5's memory that shapes its next steps (the step controller's, and for dense
         output the integrator's own time and state past the last t_end, its first stage, the
         dense output of the step spanning t_end and what the last call returned and held), as
-        lists, for saving an FMU state. Times not yet known are None."""
-        if self.t_i is not None and self._fresh_fsal() != OK:
+        lists, for saving an FMU state. Times not yet known are None. With loops it first does
+        what the next continuing call would (_fresh_own), so that the memory is complete; the
+        run goes on with the same bits either way."""
+        if self.t_i is not None and self._fresh_own() != OK:
             self.t_i = None   # its first stage cannot be evaluated: the next call starts afresh
         known = self.t_i is not None
         return dict(ctl=self.ctl.tolist(), t_i=self.t_i if known else None, x_i=self.x_i.tolist(),
@@ -203,7 +206,7 @@ class Stepper:
         self.ctl[:] = data["ctl"]
         self.t_i = None if data["t_i"] is None else float(data["t_i"])
         self.x_i[:], self.K[0], self.D[:], self.span[:] = data["x_i"], data["fsal"], data["dense"], data["span"]
-        self.fsal_stale = False
+        self.own_stale = False
         self.t_last = np.nan if data["t_last"] is None else float(data["t_last"])
         self.x_last[:] = data["x_last"]
         self.u_last = np.array(data["u_last"], dtype=float)
@@ -248,11 +251,14 @@ class Stepper:
         return self.dense and self.t_i is not None and abs(t - self.t_last) <= CLOCK_TOL * max(1.0, abs(t)) \
             and x.tobytes() == self.x_last.tobytes() and inputs.tobytes() == self.u_last.tobytes()
 
-    def _fresh_fsal(self) -> int:
-        """K[0] = f(t_i, x_i) if x_i changed since it was evaluated (_project_own). Returns the status."""
-        if not self.fsal_stale:
+    def _fresh_own(self) -> int:
+        """With loops, before stepping on from the integrator's own state: x_i onto the
+        constraints at t_i and K[0] = f(t_i, x_i), if the last call left that to be done
+        (_project_own). Returns the status."""
+        if not self.own_stale:
             return OK
-        self.fsal_stale = False
+        self.own_stale = False
+        self._onto_loops(self.t_i, self.x_i, self.u_last)
         self.nrhs += 1
         return f_eval(self.system.ref, self.W, self.t_i, self.x_i, self.u_last, self.K[0])
 
@@ -268,7 +274,7 @@ class Stepper:
         S, st = self.system.ref, self.settings
         if continues:
             t0, x0 = self.t_i, self.x_i
-            status = self._fresh_fsal()
+            status = self._fresh_own()
             if status != OK:
                 x[:] = self.x_i
                 self.t_i = None
@@ -303,19 +309,19 @@ class Stepper:
             self.u_last = np.empty_like(inputs)
         self.u_last[:] = inputs
 
-    def _project_own(self, t_before: float | None, continues: bool, x: np.ndarray, inputs: np.ndarray) -> None:
-        """With loops, after a dense call: the integrator's own state x_i onto the constraints,
-        as the landing integrator's state is at each call (it drifts off g = 0 as the output
-        does): a landed call's x_i is its projected output; a continued call's x_i, if it
-        stepped (t_i moved from t_before), is projected at t_i with the prescribed coordinates
-        at their profile values. Its first stage is then evaluated when next needed."""
+    def _project_own(self, t_before: float | None, continues: bool, x: np.ndarray) -> None:
+        """With loops, after a dense call that moved the integrator's own state x_i (a landed
+        call's is its projected output; a continued call's moved if it stepped: t_i is not
+        t_before): x_i drifts off g = 0 as the output does, so the next call that continues
+        from it first puts it on the constraints at t_i, with the prescribed coordinates at
+        their profile values, as the landing integrator's state is at each call, and evaluates
+        its first stage (_fresh_own). Left for then: a call whose inputs changed starts from
+        its own x, and the work would be lost."""
         if not continues:
             np.copyto(self.x_i, x)
         elif self.t_i == t_before:
             return
-        else:
-            self._onto_loops(self.t_i, self.x_i, inputs)
-        self.fsal_stale = True
+        self.own_stale = True
 
     def _onto_loops(self, t: float, x: np.ndarray, inputs: np.ndarray) -> None:
         """x onto the loop constraints at time t [s], the prescribed coordinates at their profile
@@ -378,9 +384,10 @@ class Stepper:
             # the dropped rows too: past a bifurcation a redundant row can become independent
             residual = self.loops.residual(q, u)
             if residual > 1e3 * LOOP_TOL:
+                self.t_i = None   # no call continues from a run whose loop opened
                 raise SolverError(LOOP_OPEN, t_end, f" (largest constraint residual {residual:.3g})")
             project_velocities(self.loops, q, u, self.loop_free)
             if self.dense:
-                self._project_own(t_before, continues, x, inputs)
+                self._project_own(t_before, continues, x)
         if self.dense:
             self._remember(t_end, x, inputs)
