@@ -486,14 +486,36 @@ def test_an_inconsistent_velocity_on_a_dependent_joint_is_reported() -> None:
         compile_model(model)
 
 
-def test_a_flexible_body_deformed_by_assembly_is_reported_with_its_energy() -> None:
-    """The beam four-bar driven at 10 rad/s, its dependent joints given no rates: the least-norm
-    velocity projection spreads the loop's motion over the joint rates and the coupler's modal
-    rates, i.e. starts the coupler vibrating. That was silent; now the warning names the body and
-    the elastic energy, 1/2 |d etadot|^2 for mass-normalised modes."""
+def test_a_flexible_loop_closes_with_its_joints_first() -> None:
+    """The beam four-bar (with the axial interface modes a default beam has) from joint angles
+    0.05 rad off its closed pose: the assembly closes the loop with the joint angles alone, as
+    the rigid linkage does (Freudenstein's rocker angle, to 1e-9 rad), and leaves the coupler
+    undeformed and at rest, without a warning. Least-norm steps over the modal coordinates too
+    put 236 J into the axial mode of a user's flexible coupler, and the run diverged at 0.02 s."""
     model = beam_four_bar(1, 2.07e11)
-    for name in ("coupler_pin", "rocker"):
-        model.joint(name).qd0 = ()
+    model.body("coupler").interface_modes = True
+    model.joint("coupler_pin").q0 = (model.joint("coupler_pin").q0[0] + 0.05,)
+    model.joint("rocker").q0 = (model.joint("rocker").q0[0] - 0.05,)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", AssemblyWarning)
+        system = compile_model(model)
+    e0, n = system.body_eta["coupler"]
+    v0 = system.arrays.ev[system.bodies.index("coupler")]
+    assert n > 3 and not np.any(system.q0[e0:e0 + n]) and not np.any(system.u0[v0:v0 + n])
+    assert system.q0[system.joint_q["rocker"][0]] == pytest.approx(float(freudenstein(np.array(0.0))), abs=1e-9)
+
+
+def test_a_flexible_body_deformed_by_assembly_is_reported_with_its_energy() -> None:
+    """The beam four-bar driven at 10 rad/s with its rocker held at rest (loops.independent)
+    and its coupler joint given no rate: no joint rate can close the loop's velocities, so the
+    assembly takes the coupler's modal rates, i.e. starts the coupler vibrating. That was
+    silent; now the warning names the body and the elastic energy, 1/2 |d etadot|^2 for
+    mass-normalised modes."""
+    model = beam_four_bar(1, 2.07e11)
+    model.body("coupler").interface_modes = True
+    model.loops.independent = ["crank", "rocker"]
+    model.joint("coupler_pin").qd0 = ()
+    model.joint("rocker").qd0 = (0.0,)
     with pytest.warns(AssemblyWarning) as record:
         system = compile_model(model)
     (message,) = [str(r.message) for r in record]

@@ -63,6 +63,14 @@ def free_columns(arrays: tuple, joint_u: dict[str, tuple[int, int]], held: Seque
     return free
 
 
+def modal_columns(arrays: tuple) -> np.ndarray:
+    """Mask of the velocity coordinates that are modal rates of flexible bodies."""
+    modal = np.zeros(arrays.drive.size, bool)
+    for b in range(arrays.nm.size):
+        modal[arrays.ev[b]:arrays.ev[b] + arrays.nm[b]] = True
+    return modal
+
+
 def project_positions(loops: Loops, q: np.ndarray, u: np.ndarray, free: np.ndarray,
                       max_iter: int = 30) -> float:
     """Newton with least-norm steps on the free coordinates until |g| <= TOL; returns |g|."""

@@ -127,6 +127,27 @@ def _normalize(v: np.ndarray) -> np.ndarray:
     return v
 
 
+def _refined(A: np.ndarray, lam: np.ndarray, vecs: np.ndarray, zero_tol: float) -> np.ndarray:
+    """The eigenvectors of the non-zero eigenvalues by two steps of inverse iteration from
+    LAPACK's (shift lambda (1 + 1e-10)). LAPACK's vector of a well-separated eigenvalue can be
+    wrong when A has an exactly defective block elsewhere: a free crank's Jordan pair of zero
+    eigenvalues made every coupler mode of He's crank-rocker come out as crank motion. Any
+    start with a component along the eigenvector converges in one step (its growth 1e10 over
+    every other eigenvalue's); one in an eigenspace of a repeated eigenvalue stays in it."""
+    out = vecs.copy()
+    eye = np.eye(A.shape[0])
+    for i, value in enumerate(lam):
+        if abs(value) <= zero_tol:
+            continue
+        shifted = A - value * (1.0 + 1e-10) * eye
+        v = vecs[:, i]
+        for _ in range(2):
+            v = np.linalg.solve(shifted, v)
+            v = v / np.linalg.norm(v)
+        out[:, i] = v
+    return out
+
+
 def _modal_pairs(lam: np.ndarray, vecs: np.ndarray, npos: int, zero_tol: float):
     """Group the 2 npos eigenvalues of A into npos modes: (omega signed, zeta, lambda, shape)."""
     out = []
@@ -210,6 +231,7 @@ def modes(model: Model | System, *, n: int | None = None, spin: Mapping[str, flo
     lam, vecs = np.linalg.eig(lin.A)
     if zero_tol is None:
         zero_tol = 1e-5 * max(1.0, float(np.abs(lam).max()))
+    vecs = _refined(lin.A, lam, vecs, zero_tol)
     items = _modal_pairs(lam, vecs, npos, zero_tol)
     items.sort(key=lambda it: (it[0] if np.isfinite(it[0]) else -np.inf))
     if n is not None:
