@@ -527,6 +527,55 @@ def test_a_flexible_body_deformed_by_assembly_is_reported_with_its_energy() -> N
     assert system.loop_corrections["coupler"][1] == pytest.approx(np.max(np.abs(rates)))
 
 
+def _diverging_run(model: Model) -> str:
+    """The message of a run of `model` from its assembled state with the coupler's first modal
+    coordinate at twice the amplitude that deflects it by its own size (eta_max)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", AssemblyWarning)
+        system = compile_model(model)
+    x0 = system.x0.copy()
+    x0[system.body_eta["coupler"][0]] = 2.0 * system.arrays.eta_max[system.bodies.index("coupler"), 0]
+    with pytest.raises(flexmbs.SolverError) as failed:
+        flexmbs.simulate(system, 0.01, x0=x0)
+    return str(failed.value)
+
+
+def test_a_run_that_diverges_after_assembly_deformed_a_body_names_that_cause() -> None:
+    """A flexible four-bar whose run diverges: where the loop assembly put elastic energy into
+    the coupler (as warned), the message names that body, the energy and what to change, not a
+    spinning body; where the assembly deformed nothing, it names the spinning body's cause."""
+    deformed = beam_four_bar(1, 2.07e11)
+    deformed.body("coupler").interface_modes = True
+    deformed.loops.independent = ["crank", "rocker"]
+    deformed.joint("coupler_pin").qd0 = ()
+    deformed.joint("rocker").qd0 = (0.0,)
+    message = _diverging_run(deformed)
+    assert "elastic deflection exceeded the size of its body" in message, message
+    assert "flexible body 'coupler'" in message and "J of elastic energy" in message, message
+    assert "loops.independent" in message and "spinning" not in message, message
+    consistent = beam_four_bar(1, 2.07e11)
+    consistent.body("coupler").interface_modes = True
+    message = _diverging_run(consistent)
+    assert "spinning faster than its first bending frequency" in message and "assembly" not in message, message
+
+
+def test_rk4_past_its_stability_bound_names_the_bound_when_it_diverges() -> None:
+    """Huang's arm with its link's acceleration shapes (torsion at 650 Hz) under RK4 at 1 ms:
+    warned at the start, and the divergence's message names RK4's stability bound and the mode
+    that sets it, not a spinning body. The bound: 2.83 / omega for an undamped mode."""
+    from flexmbs.solvers.stepper import StabilityWarning
+
+    model = load_model("huang_two_link")
+    model.body("link2").acceleration_modes = True
+    with pytest.warns(StabilityWarning), pytest.raises(flexmbs.SolverError) as failed:
+        flexmbs.simulate(model, 1.0, method="rk4", step=1e-3)
+    message = str(failed.value)
+    assert "exceeds RK4's stability bound" in message and "spinning" not in message, message
+    bound_ms = float(message.split("stability bound ")[1].split(" ms")[0])
+    hz = float(message.split("mode of ")[1].split(" Hz")[0])
+    assert bound_ms == pytest.approx(2.83 / (2 * math.pi * hz) * 1e3, rel=0.02) and bound_ms < 1.0
+
+
 # ---------------------------------------------------------------- the command line
 
 def test_cli_refuses_hostile_files_quickly(tmp_path: Path) -> None:

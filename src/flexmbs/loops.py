@@ -12,6 +12,8 @@ import numpy as np
 
 # position tolerance [m] and alignment tolerance [1] of an assembled or projected state
 TOL = 1e-11
+# Newton iterations of a position projection
+MAX_ITER = 30
 
 
 class Loops:
@@ -23,6 +25,7 @@ class Loops:
     def __init__(self, arrays: tuple, ref, active: np.ndarray) -> None:
         from .kernels.constraints import loop_state
         from .kernels.dynamics import qdot_of
+        from .kernels.projection import PROJECTED, project_loops
         from .kernels.structs import box, make_workspace
 
         self.arrays = arrays
@@ -30,6 +33,7 @@ class Loops:
         self.work = make_workspace(arrays)     # shared with the boxed copy the kernels see
         self.Wr = box(self.work)
         self._state, self._qdot = loop_state, qdot_of
+        self._project, self._projected = project_loops, PROJECTED
         self.active = np.asarray(active, dtype=bool)
 
     def eval(self, q: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -41,6 +45,20 @@ class Loops:
         """Largest residual of every row, the dropped redundant ones included [m or 1]."""
         self._state(self.S, self.Wr, q, u)
         return float(np.max(np.abs(self.work.c_g), initial=0.0))
+
+    def project(self, q: np.ndarray, u: np.ndarray, free: np.ndarray) -> float:
+        """(q, u) onto the rows in use (S.cr_on: `active` must be those), positions then
+        velocities, over the `free` velocity coordinates (project_positions, project_velocities),
+        in one numba call (kernels/projection.py); the least-squares route here where that
+        fails (a singular pose, or Newton not converged). Returns the largest residual of every
+        row, the dropped ones included, at the projected q [m or 1]."""
+        status, residual = self._project(self.S, self.Wr, q, u, free, TOL, MAX_ITER)
+        if status == self._projected:
+            return float(residual)
+        project_positions(self, q, u, free)
+        residual = self.residual(q, u)
+        project_velocities(self, q, u, free)
+        return residual
 
     def step_q(self, q: np.ndarray, du: np.ndarray) -> None:
         """q <- q (+) du, du a change in velocity coordinates (quaternions turned and renormalised)."""
@@ -72,7 +90,7 @@ def modal_columns(arrays: tuple) -> np.ndarray:
 
 
 def project_positions(loops: Loops, q: np.ndarray, u: np.ndarray, free: np.ndarray,
-                      max_iter: int = 30) -> float:
+                      max_iter: int = MAX_ITER) -> float:
     """Newton with least-norm steps on the free coordinates until |g| <= TOL; returns |g|."""
     for _ in range(max_iter):
         g, G = loops.eval(q, u)

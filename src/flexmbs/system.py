@@ -29,7 +29,9 @@ class System:
     sensors: marker sensor name -> marker index (strain gauges and section forces: gauges.py); loop_rows: the names of the loop constraints (rows of
     the constraint Jacobian), loop_redundant: those found dependent on the others and dropped;
     loop_corrections: joint or flexible body name -> (largest change of its positions, of its
-    velocities) made by loop assembly to the model's q0/qd0 [rad, m, modal amplitudes; per s].
+    velocities) made by loop assembly to the model's q0/qd0 [rad, m, modal amplitudes; per s];
+    assembly_energy: flexible body name -> elastic energy [J] that assembly put into it (where
+    it warned: compile/report.py), named by a failed run's message.
 
     Built once, with every field, by compile_model; its arrays (those of `arrays`, q0, u0,
     input_defaults) are read-only, in Python and in the kernels.
@@ -54,6 +56,7 @@ class System:
     loop_rows: list[str] = field(default_factory=list)
     loop_redundant: list[str] = field(default_factory=list)
     loop_corrections: dict[str, tuple[float, float]] = field(default_factory=dict)
+    assembly_energy: dict[str, float] = field(default_factory=dict)
 
     @property
     def nq(self) -> int:

@@ -40,6 +40,7 @@ def compile_model(model: Model) -> System:
     inputs = drives.inputs + loads.inputs
     defaults = np.array(drives.input_defaults + loads.input_defaults, float)
     closed = close_loops(model, arrays, joints, defaults)
+    changed, energy = corrections(model, tree, bodies, joints, closed)
     return System(
         model=model, arrays=closed.arrays, q0=closed.q0, u0=closed.u0,
         bodies=[b.name for b in tree.bodies], joints=[j.name for j in tree.joints],
@@ -47,4 +48,4 @@ def compile_model(model: Model) -> System:
         inputs=inputs, input_defaults=defaults, markers=markers.index,
         sensors={s.name: markers.index[f"{s.body}.{s.marker}"] for s in model.sensors if s.type == "marker"},
         drives=drives.kinds, i0=drives.i0, loop_rows=closed.rows, loop_redundant=closed.redundant,
-        loop_corrections=corrections(model, tree, bodies, joints, closed))
+        loop_corrections=changed, assembly_energy=energy)

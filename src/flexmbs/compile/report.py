@@ -27,16 +27,18 @@ class AssemblyWarning(UserWarning):
 
 
 def corrections(model: Model, tree: Tree, bodies: Bodies, joints: Joints,
-                closed: Closed) -> dict[str, tuple[float, float]]:
+                closed: Closed) -> tuple[dict[str, tuple[float, float]], dict[str, float]]:
     """{joint or body name: (largest position change, largest velocity change)} that assembly
-    (`closed`) made to the model's initial values (`joints`), and a warning (per joint or body,
+    (`closed`) made to the model's initial values (`joints`), {flexible body name: elastic energy
+    [J]} where it deformed one beyond tolerance, and a warning (per joint or body,
     with the size) where it changed what the model stated: the qd0 given to a joint that is not
     motion-driven (its velocity is then not the one asked for) or a flexible body's modal
     coordinates (the change is elastic energy put into the initial state, estimated here for
     mass-normalised modes: strain 1/2 d_eta^T K d_eta, kinetic 1/2 |d_etadot|^2)."""
     out: dict[str, tuple[float, float]] = {}
+    deformed: dict[str, float] = {}
     if not model.loops.cuts:
-        return out
+        return out, deformed
     S = closed.arrays
     dq, du = closed.q0 - joints.q0, closed.u0 - joints.u0
     names = [b.name for b in tree.bodies]
@@ -64,9 +66,10 @@ def corrections(model: Model, tree: Tree, bodies: Bodies, joints: Joints,
         moved = max(moved, np.max(np.abs(d_rate) / scales[S.nq + v0:S.nq + v0 + n], initial=0.0))
         if moved > CORRECTION_TOL:
             energy = 0.5 * float(d_eta @ bodies.flex[name].Ke @ d_eta) + 0.5 * float(d_rate @ d_rate)
+            deformed[name] = energy
             warnings.warn(f"model {model.name}: loop assembly deformed flexible body {name!r}: its modal "
                           f"coordinates moved by up to {pos:.3g}, their rates by up to {vel:.3g}, about "
                           f"{energy:.3g} J of elastic energy in the initial state; give q0/qd0 consistent "
                           "with the loops or hold the joints that set them in loops.independent",
                           AssemblyWarning, stacklevel=3)
-    return out
+    return out, deformed

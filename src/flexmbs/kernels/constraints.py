@@ -113,6 +113,25 @@ def loop_state(S, W, q, u):
 
 
 @kernel
+def active_gram(S, G, X, A):
+    """A[:na, :na] <- G_a X_a^T over the active rows a (S.cr_on) of G and X (nc x nv), in row
+    order; returns na."""
+    nc = G.shape[0]
+    na = 0
+    for r in range(nc):
+        if S.cr_on[r] == 0:
+            continue
+        nb = 0
+        for s in range(nc):
+            if S.cr_on[s] == 0:
+                continue
+            A[na, nb] = dot(G[r], X[s])
+            nb += 1
+        na += 1
+    return na
+
+
+@kernel
 def constrained_solve(S, W, udot):
     """Given the factor W.L of the (drive-modified) mass matrix and udot = M^-1 Q, apply the
     active loop constraints: rows W.c_G, W.c_gam (prescribed columns already moved to gam).
@@ -128,18 +147,12 @@ def constrained_solve(S, W, udot):
             X[r, c] = G[r, c]
         chol_solve(W.L, X[r])
     # Schur complement of the active rows, and its right-hand side G udot - gam
-    na = 0
+    na = active_gram(S, G, X, Sc)
+    k = 0
     for r in range(nc):
-        if S.cr_on[r] == 0:
-            continue
-        nb = 0
-        for s in range(nc):
-            if S.cr_on[s] == 0:
-                continue
-            Sc[na, nb] = dot(G[r], X[s])
-            nb += 1
-        W.c_r[na] = dot(G[r], udot) - W.c_gam[r]
-        na += 1
+        if S.cr_on[r] != 0:
+            W.c_r[k] = dot(G[r], udot) - W.c_gam[r]
+            k += 1
     if not chol_factor(Sc[:na, :na], W.c_LS[:na, :na]):
         return False
     lam = W.c_r[:na]

@@ -14,8 +14,7 @@ MESSAGES = {
     STEP_TOO_SMALL: "the step size fell below the minimum: the solution is diverging or the model is too stiff for the method",
     NOT_FINITE: "the state became NaN or infinite: the solution diverged",
     NEWTON_FAILED: "Newton iterations did not converge even at the minimum step size",
-    DIVERGED: "an elastic deflection exceeded the size of its body: the solution diverged (a body "
-              "spinning faster than its first bending frequency without geometric stiffening does this)",
+    DIVERGED: "an elastic deflection exceeded the size of its body: the solution diverged",
     LOOP_OPEN: "the loop constraints could not be restored after the step: the mechanism reached a singular "
                "pose (a dead point of the cut rows kept, or a bifurcation of a redundant loop)",
 }

@@ -10,24 +10,42 @@ import numpy as np
 
 from ..arguments import number, tolerances
 from ..loops import TOL as LOOP_TOL
-from ..loops import Loops, free_columns, project_positions, project_velocities
+from ..loops import Loops, free_columns
 from ..model.elements import METHODS
 from ..system import System, state_scales
 from ..kernels.entry import apply_prescribed
-from .common import DOPRI5, IMPLICIT, LOOP_OPEN, MESSAGES, OK, RK4, f_eval, jacobian_fd
+from .common import DIVERGED, DOPRI5, IMPLICIT, LOOP_OPEN, MESSAGES, NOT_FINITE, OK, RK4, STEP_TOO_SMALL, f_eval, jacobian_fd
 from .explicit import ERR_FLOOR, dopri5_advance, rk4_advance
 from .implicit import JAC_DRIFT, JAC_MOVE, N_JAC, N_LU, ros_advance
 
 
 class SolverError(RuntimeError):
     """The integration failed; `status` is a solvers.common code, `time` the end of the step in
-    which it happened [s]; `partial` (set by simulate) the Result up to the last good sample."""
+    which it happened [s]; `partial` (set by simulate) the Result up to the last good sample;
+    detail: what the message adds to the code's meaning (a measured value, the likely cause)."""
 
     def __init__(self, status: int, time: float, detail: str = "") -> None:
         self.status = status
         self.time = time
         self.partial = None
         super().__init__(f"at t = {time:.6g} s (end of the failing step): {MESSAGES.get(status, 'solver failure')}{detail}")
+
+
+def likely_cause(system: System, status: int) -> str:
+    """The likely cause of a failed run, for its message: the elastic energy that loop assembly
+    put into a flexible body at t = 0 (System.assembly_energy) when the solution diverged or the
+    step collapsed; else, for a diverged elastic deflection, the usual physical cause."""
+    if status not in (DIVERGED, NOT_FINITE, STEP_TOO_SMALL):
+        return ""
+    if system.assembly_energy:
+        name, energy = max(system.assembly_energy.items(), key=lambda item: item[1])
+        return (f" (the loop assembly put about {energy:.3g} J of elastic energy into flexible body {name!r} at "
+                "t = 0, as warned: a deformed initial state, not the integrator, is the likely cause; give q0/qd0 "
+                "consistent with the loops or hold the joints that set them in loops.independent)")
+    if status == DIVERGED:
+        return (" (a body spinning faster than its first bending frequency without geometric stiffening does "
+                "this)")
+    return ""
 
 
 # relative difference [1] up to which a call's start time is the last call's end (the FMU's
@@ -135,6 +153,7 @@ class Stepper:
         self.scale = state_scales(system)
         self.atol = np.full(nx, settings.atol) if settings.atol is not None else settings.rtol * self.scale
         self.stability_bound: float | None = None   # RK4: from the first call [s]
+        self.stability_hz = 0.0   # ... and the frequency of the mode that sets it [Hz]
         self.jac_move = JAC_MOVE   # implicit: renew J when a position moved this much (x its scale)
         self.jac_drift = JAC_DRIFT   # ... and the model's response changed by this fraction
         self.h = settings.step
@@ -329,8 +348,17 @@ class Stepper:
         nq, nv = self.system.nq, self.system.nv
         q, u = x[:nq], x[nq:nq + nv]
         apply_prescribed(self.system.ref, t, q, u, inputs, self.xs[nq:])
-        project_positions(self.loops, q, u, self.loop_free)
-        project_velocities(self.loops, q, u, self.loop_free)
+        self.loops.project(q, u, self.loop_free)
+
+    def _likely_cause(self, status: int) -> str:
+        """What a failed run's message names as its likely cause: RK4's step past the stability
+        bound found at its first call, else likely_cause."""
+        step, bound = self.settings.step, self.stability_bound
+        if self.code == RK4 and bound is not None and step > bound and status in (DIVERGED, NOT_FINITE):
+            return (f" (solver.step {step * 1e3:.4g} ms exceeds RK4's stability bound {bound * 1e3:.4g} ms, set by a "
+                    f"mode of {self.stability_hz:.4g} Hz, as warned at the start: take a step below the bound, or "
+                    "method implicit, which steps over stiff modes)")
+        return likely_cause(self.system, status)
 
     def check_stability(self, t: float, x: np.ndarray, inputs: np.ndarray) -> float:
         """RK4's stability bound [s] from the eigenvalues of the system linearised at (t, x)
@@ -345,6 +373,7 @@ class Stepper:
                 jacobian_fd(S, self.W, t, x, f0, inputs, self.scale, J, np.zeros(nx), np.zeros(nx)) != OK:
             return np.inf   # the first step reports the failure
         bound, lam = rk4_stability_bound(np.linalg.eigvals(J))
+        self.stability_hz = abs(lam) / (2 * np.pi) if lam is not None else 0.0
         if lam is not None and self.settings.step > bound:
             warnings.warn(
                 f"model {self.system.model.name}: solver.step {self.settings.step * 1e3:.4g} ms exceeds RK4's "
@@ -376,17 +405,15 @@ class Stepper:
             self.nsteps += n
             self.nrejected += r
         if status != OK:
-            raise SolverError(status, t_end)
+            raise SolverError(status, t_end, self._likely_cause(status))
         if self.loops is not None:
             # the index-1 equations drift off g = 0: project positions, then velocities
             q, u = x[:self.system.nq], x[self.system.nq:self.system.nq + self.system.nv]
-            project_positions(self.loops, q, u, self.loop_free)
             # the dropped rows too: past a bifurcation a redundant row can become independent
-            residual = self.loops.residual(q, u)
+            residual = self.loops.project(q, u, self.loop_free)
             if residual > 1e3 * LOOP_TOL:
                 self.t_i = None   # no call continues from a run whose loop opened
                 raise SolverError(LOOP_OPEN, t_end, f" (largest constraint residual {residual:.3g})")
-            project_velocities(self.loops, q, u, self.loop_free)
             if self.dense:
                 self._project_own(t_before, continues, x)
         if self.dense:
