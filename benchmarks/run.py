@@ -408,7 +408,7 @@ def _ours_spin(s: dict) -> tuple[str, Callable[[], np.ndarray]]:
     how = " ".join(f"{k}={v:g}" if isinstance(v, float) else str(v) for k, v in kw.items())
     label = (f"seg={s['segments']} el={s['elements']} modes={s['modes']}"
              f"{' cantilever' if s.get('cantilever') else ''} "
-             f"{how or 'default ' + system.model.solver.method}")
+             f"{how or 'default ' + system.model.solver_method()}")
 
     def sim() -> np.ndarray:
         r = flexmbs.simulate(system, SPIN_T_END, output_step=OUTPUT_DT, max_step=OUTPUT_DT, **kw)
@@ -490,7 +490,7 @@ def huang_arm(cfg: argparse.Namespace, peers: dict, rep: Report) -> None:
         return flexmbs.simulate(system, t_end)
 
     r = sim()
-    log(f"  default: {system.model.solver.method}, {r.stats.get('steps', '?')} steps; "
+    log(f"  default: {system.model.solver_method()}, {r.stats.get('steps', '?')} steps; "
         "reference: rtol 1e-10 ...")
     tight = flexmbs.simulate(system, t_end, rtol=1e-10)
     joints = ("shoulder.q", "elbow.q")

@@ -314,7 +314,7 @@ def test_the_model_file_reference_example_is_valid(tmp_path: Path) -> None:
     path.write_text(block)
     result = run("check", path)
     assert result.exit_code == 0, result.stderr
-    for name in ("shoulder.tau (default 0)", "link2: eta[1..4] [1], tip_deflection[1..3] [m]",
+    for name in ("shoulder.tau (default 0)", "link2: eta[1..6] [1], tip_deflection[1..3] [m]",
                  "tip: r[1..3] [m]"):
         assert name in result.stdout
 

@@ -99,7 +99,7 @@ def plant_interface(model: Model, system: System) -> Interface:
                   p.description or f"model value {p.path}", get_value(model, p.path), p.min, p.max)
     s = model.solver
     parameter(ParameterSpec("solver.method", SOLVER, "method"), "String", "",
-              f"integration method: {', '.join(METHODS)}", s.method)
+              f"integration method: {', '.join(METHODS)}", model.solver_method())
     parameter(ParameterSpec("solver.step", SOLVER, "step"), "Real", "s",
               "rk4: the fixed internal step; adaptive methods: the first step", s.step, 0.0)
     parameter(ParameterSpec("solver.max_step", SOLVER, "max_step"), "Real", "s",

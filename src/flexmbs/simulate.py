@@ -197,7 +197,7 @@ def check_effort(where: str, system: System, settings: Settings, t_end: float) -
 def settings_of(model: Model, **overrides) -> Settings:
     """Solver settings from the model file, with keyword overrides (None values ignored)."""
     s = model.solver
-    base = dict(method=s.method, step=s.step, rtol=s.rtol, atol=s.atol, max_step=s.max_step)
+    base = dict(method=model.solver_method(), step=s.step, rtol=s.rtol, atol=s.atol, max_step=s.max_step)
     base.update({k: v for k, v in overrides.items() if v is not None})
     return Settings(**base)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import re
 
-from ..elements import ATOL_MAX, RTOL_RANGE, Export, Parameter, Solver
+from ..elements import ATOL_MAX, METHODS, RTOL_RANGE, Export, Parameter, Solver
 from ..errors import Loc, show
 from ..paths import PathError, get_value, unit_of
 from .base import Checks, accepts, choices, num
@@ -17,7 +17,8 @@ class SettingsChecks(Checks):
     """The solver and the FMU export settings."""
 
     def solver(self, loc: Loc, s: Solver) -> None:
-        self.choice(loc + ("method",), s.method, choices(Solver, "method"))
+        if s.method is not None:
+            self.choice(loc + ("method",), s.method, METHODS)
         self.choice(loc + ("formulation",), s.formulation, choices(Solver, "formulation"))
         self.choice(loc + ("dynamics",), s.dynamics, choices(Solver, "dynamics"))
         self.numbers(loc, s, ("step", "rtol", "max_step", "output_step"), "positive")
