@@ -84,6 +84,7 @@ OURS_SPIN = [
     dict(segments=2, elements=4, modes=2, method="rk4", step=1e-2, cantilever=True),
     dict(segments=3, elements=3, modes=2, method="rk4", step=5e-3, cantilever=True),
     dict(segments=3, elements=3, modes=2),
+    dict(segments=1, elements=8, modes=4),   # the shipped file: one frame, the default basis
 ]
 # exudyn: ANCFCable2D elements, generalized-alpha with a fixed step (peer_exudyn.spin_up_case)
 EXU_SPIN = [

@@ -100,7 +100,7 @@ def test_a_description_that_does_not_validate_fails_the_build(tmp_path: Path, mo
     with pytest.raises(BuildError, match="does not validate") as err:
         build(MODELS / "double_pendulum.yaml", tmp_path)
     assert "fmutool -check" in str(err.value) and "fmpy validate" in str(err.value)
-    assert list(tmp_path.glob("*.fmu*")) == []
+    assert list(tmp_path.glob("*.fmu*")) == [] and list(tmp_path.glob("*.partial")) == []
 
 
 def test_a_bad_model_is_reported_with_its_line(tmp_path: Path) -> None:
@@ -120,6 +120,22 @@ def test_build_fmu_script_builds_and_reports(tmp_path: Path) -> None:
     run = subprocess.run([sys.executable, str(ROOT / "build_fmu.py"), str(tmp_path / "missing.yaml")],
                          capture_output=True, text=True)
     assert run.returncode == 1 and "missing.yaml" in run.stderr and "Traceback" not in run.stderr
+
+
+def test_two_builds_into_one_folder_at_once_both_succeed(tmp_path: Path) -> None:
+    """Two build_fmu.py processes writing the same FMU into one folder at the same time (two
+    shells, two CI jobs): each writes an archive of its own and moves it into place, so both
+    succeed, the FMU left validates, and no partial file stays. (Sharing one partial name, they
+    wrote into each other's zip: 'not a ZIP archive', found by running the README's first
+    command twice.)"""
+    command = [sys.executable, str(ROOT / "build_fmu.py"), str(MODELS / "double_pendulum.yaml"), "-o", str(tmp_path)]
+    runs = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    for run in runs:
+        out, err = run.communicate(timeout=900)
+        assert run.returncode == 0, err[-3000:]
+        assert "valid (fmpy validate, fmutool -check)" in out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["double_pendulum.fmu"]
+    assert read_model_description(str(tmp_path / "double_pendulum.fmu")).modelName == "double_pendulum"
 
 
 def test_a_build_says_when_it_compiles_the_kernels_it_carries(fmu_path, tmp_path: Path, monkeypatch,

@@ -30,6 +30,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import uuid
 import zipfile
 from dataclasses import dataclass
 from importlib import metadata
@@ -407,7 +408,9 @@ def _package(ident: str, model_name: str, module: str, variables: list[Variable]
                 "%s: the FMU keeps pythonfmu's binary alone (no FMI state checks in C, C hosts need LD_PRELOAD, "
                 "PYTHONHOME and PYTHONPATH): %s", what, why)
         linux = f"binaries/linux64/{ident}.so"
-        partial = final.with_suffix(".fmu.partial")
+        # a name of its own: two builds into one folder (two shells, two CI jobs) must not
+        # write into each other's archive; the finished one replaces `final` atomically
+        partial = final.with_name(f"{final.stem}.{uuid.uuid4().hex}.partial")
         with zipfile.ZipFile(raw) as zin, zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as zout:
             for item in zin.infolist():
                 if item.filename == "modelDescription.xml":
