@@ -134,15 +134,17 @@ def _refined(A: np.ndarray, lam: np.ndarray, vecs: np.ndarray, zero_tol: float) 
     eigenvalues made every coupler mode of He's crank-rocker come out as crank motion. Any
     start with a component along the eigenvector converges in one step (its growth 1e10 over
     every other eigenvalue's); one in an eigenspace of a repeated eigenvalue stays in it."""
+    from scipy.linalg import lu_factor, lu_solve
+
     out = vecs.copy()
     eye = np.eye(A.shape[0])
     for i, value in enumerate(lam):
         if abs(value) <= zero_tol:
             continue
-        shifted = A - value * (1.0 + 1e-10) * eye
+        factors = lu_factor(A - value * (1.0 + 1e-10) * eye, check_finite=False)   # once per mode
         v = vecs[:, i]
         for _ in range(2):
-            v = np.linalg.solve(shifted, v)
+            v = lu_solve(factors, v, check_finite=False)
             v = v / np.linalg.norm(v)
         out[:, i] = v
     return out
