@@ -46,18 +46,19 @@ class Loops:
         self._state(self.S, self.Wr, q, u)
         return float(np.max(np.abs(self.work.c_g), initial=0.0))
 
-    def project(self, q: np.ndarray, u: np.ndarray, free: np.ndarray) -> float:
+    def project(self, q: np.ndarray, u: np.ndarray, weight: np.ndarray) -> float:
         """(q, u) onto the rows in use (S.cr_on: `active` must be those), positions then
-        velocities, over the `free` velocity coordinates (project_positions, project_velocities),
-        in one numba call (kernels/projection.py); the least-squares route here where that
-        fails (a singular pose, or Newton not converged). Returns the largest residual of every
-        row, the dropped ones included, at the projected q [m or 1]."""
-        status, residual = self._project(self.S, self.Wr, q, u, free, TOL, MAX_ITER)
+        velocities, by the corrections of least weighted norm (weight: one per velocity
+        coordinate, 0 for a held one; projection_weights), in one numba call
+        (kernels/projection.py); by project_positions and project_velocities where that fails
+        (a singular pose, or Newton not converged). Returns the largest residual of every row,
+        the dropped ones included, at the projected q [m or 1]."""
+        status, residual = self._project(self.S, self.Wr, q, u, weight, TOL, MAX_ITER)
         if status == self._projected:
             return float(residual)
-        project_positions(self, q, u, free)
+        project_positions(self, q, u, weight)
         residual = self.residual(q, u)
-        project_velocities(self, q, u, free)
+        project_velocities(self, q, u, weight)
         return residual
 
     def step_q(self, q: np.ndarray, du: np.ndarray) -> None:
@@ -89,25 +90,38 @@ def modal_columns(arrays: tuple) -> np.ndarray:
     return modal
 
 
-def project_positions(loops: Loops, q: np.ndarray, u: np.ndarray, free: np.ndarray,
+def projection_weights(arrays: tuple, free: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """The weight of each velocity coordinate in the run-time projection (kernels/projection.py):
+    the scale of its position coordinate (scale: system.state_scales, positions first), 1 for a
+    quaternion's rate (a rotation [rad]), 0 where not `free`."""
+    weight = np.ones(arrays.drive.size)
+    joint = arrays.uq >= 0
+    weight[joint] = scale[arrays.uq[joint]]
+    for b in range(arrays.nm.size):
+        n = arrays.nm[b]
+        weight[arrays.ev[b]:arrays.ev[b] + n] = scale[arrays.eq[b]:arrays.eq[b] + n]
+    return np.where(free, weight, 0.0)
+
+
+def project_positions(loops: Loops, q: np.ndarray, u: np.ndarray, weight: np.ndarray,
                       max_iter: int = MAX_ITER) -> float:
-    """Newton with least-norm steps on the free coordinates until |g| <= TOL; returns |g|."""
+    """Newton with least-norm steps in the norm sum (dz_c / weight_c)^2 (a boolean mask of free
+    coordinates: unit weights) until |g| <= TOL; returns |g|. Rank-revealing (lstsq)."""
+    weight = np.asarray(weight, dtype=float)
     for _ in range(max_iter):
         g, G = loops.eval(q, u)
         err = float(np.max(np.abs(g), initial=0.0))
         if err <= TOL:
             return err
-        Gf = G[:, free]
-        dz = -np.linalg.lstsq(Gf, g, rcond=None)[0]
-        du = np.zeros(u.size)
-        du[free] = dz
+        du = -weight * np.linalg.lstsq(G * weight, g, rcond=None)[0]
         loops.step_q(q, du)
     g, _ = loops.eval(q, u)
     return float(np.max(np.abs(g), initial=0.0))
 
 
-def project_velocities(loops: Loops, q: np.ndarray, u: np.ndarray, free: np.ndarray) -> None:
-    """u <- the nearest velocities (in the free coordinates) with G u = 0."""
+def project_velocities(loops: Loops, q: np.ndarray, u: np.ndarray, weight: np.ndarray) -> None:
+    """u <- the nearest velocities with G u = 0 in the norm of project_positions."""
+    weight = np.asarray(weight, dtype=float)
     _, G = loops.eval(q, u)
-    Gf = G[:, free]
-    u[free] -= np.linalg.lstsq(Gf, G @ u, rcond=None)[0] if Gf.size else 0.0
+    if G.size:
+        u -= weight * np.linalg.lstsq(G * weight, G @ u, rcond=None)[0]

@@ -1,16 +1,26 @@
 """Projection of a state onto the loop constraints at run time (numba): positions by Newton's
-method with least-norm steps, then velocities by the least-norm correction, both over a mask of
-free velocity coordinates. The integrators call it at every output point of a loop model; in
-Python (numpy's lstsq per iteration) it took three quarters of the crank-rocker's CPU.
+method with least-norm steps, then velocities by the least-norm correction, both in a weighted
+norm over the velocity coordinates. The integrators call it at every output point of a loop
+model; in Python (numpy's lstsq per iteration) it took three quarters of the crank-rocker's
+CPU.
 
-The least-norm step of rows G_f (active rows x free columns) of full row rank is
-dz = G_f^T (G_f G_f^T)^-1 r, solved by a Cholesky factorisation of the small Gram matrix
-G_f G_f^T (rows: the constraints in use, independent by construction, compile/loops.py). At a
-singular pose that matrix is not positive definite: the caller falls back to the
-rank-revealing least squares of loops.py.
+The weighted least-norm step, the dz of least sum_c (dz_c / w_c)^2 with G dz = r (w_c = 0:
+coordinate c held), is dz = Wd X^T (X X^T)^-1 r with X = G Wd, Wd = diag(w), for rows G (the
+constraints in use) of full row rank: the Gram matrix X X^T is Cholesky-factored. At a
+singular pose it is not positive definite: the caller falls back to the rank-revealing least
+squares of loops.py.
+
+Projecting each step's result onto the constraint manifold is the standard projection method
+(E. Hairer, C. Lubich, G. Wanner, Geometric Numerical Integration, 2nd ed., Springer 2006,
+Sec. IV.4, there in the Euclidean norm). Our weights are the coordinates' scales
+(loops.projection_weights), the norm the integrators control their error in: the correction
+moves each coordinate in proportion to what its error is measured against. Measured on the
+crank-rocker (implicit, rtol 1e-6, a projection every 1 ms): in unit weights the corrections
+went into the coupler's modal coordinates, 20 times larger than in the joint angles relative
+to their scales; weighted, the two are alike (both about 1e-10 of the scales, far inside the
+tolerance). The implicit method rejected 214 of 1,460 steps instead of 263 of 1,530.
 """
 
-import numpy as np
 from numba import njit
 
 from .constraints import active_gram, loop_state
@@ -22,17 +32,18 @@ PROJECTED, NOT_CONVERGED, RANK_LOST = 0, 1, 2
 
 
 @kernel
-def least_norm(S, W, r, free, out):
-    """out <- G_f^T (G_f G_f^T)^-1 r over the active rows (S.cr_on) of W.c_G and the free
-    columns (r: one entry per row of G, the dropped rows ignored; out: one per velocity
-    coordinate, 0 where not free). W.c_X (G_f), W.c_S, W.c_LS, W.c_r scratch. False when the
-    Gram matrix is not positive definite."""
+def least_norm(S, W, r, weight, out):
+    """out <- the weighted least-norm dz with G dz = r over the active rows (S.cr_on) of W.c_G:
+    dz = Wd X^T (X X^T)^-1 r, X = G Wd, Wd = diag(weight) (r: one entry per row of G, the
+    dropped rows ignored; weight, out: one per velocity coordinate, weight 0 for a held one).
+    W.c_X (X), W.c_S, W.c_LS, W.c_r scratch. False when the Gram matrix is not positive
+    definite."""
     nc, nv = W.c_G.shape
     G, X, y = W.c_G, W.c_X, W.c_r
     k = 0
     for i in range(nc):
         for c in range(nv):
-            X[i, c] = G[i, c] if free[c] else 0.0
+            X[i, c] = G[i, c] * weight[c]
         if S.cr_on[i] != 0:
             y[k] = r[i]
             k += 1
@@ -49,6 +60,8 @@ def least_norm(S, W, r, free, out):
         for c in range(nv):
             out[c] += X[i, c] * y[k]
         k += 1
+    for c in range(nv):
+        out[c] *= weight[c]
     return True
 
 
@@ -62,11 +75,21 @@ def active_error(S, W):
     return err
 
 
+@kernel
+def largest_residual(W):
+    """Largest |g| of every row, the dropped ones included [m or 1] (W.c_g from loop_state;
+    0 without rows)."""
+    err = 0.0
+    for r in range(W.c_g.shape[0]):
+        err = max(err, abs(W.c_g[r]))
+    return err
+
+
 @njit(**JIT)
-def project_loops(S, W, q, u, free, tol, max_iter):
-    """(q, u) onto the active loop constraints: Newton on the positions, least-norm steps over
-    the `free` velocity coordinates (bool mask, nv), until the largest active residual is at
-    most tol [m or 1]; then u <- the nearest u (least norm, free coordinates) with G u = 0.
+def project_loops(S, W, q, u, weight, tol, max_iter):
+    """(q, u) onto the active loop constraints: Newton on the positions, weighted least-norm
+    steps (least_norm; weight: nv, 0 for a held coordinate), until the largest active residual is at
+    most tol [m or 1]; then u <- the nearest u (the same norm) with G u = 0.
     W: a workspace of its own (loops.Loops). Returns (PROJECTED, NOT_CONVERGED after max_iter
     Newton steps, or RANK_LOST; the largest residual of every row, dropped ones included, at
     the final q). Quaternions are renormalised after each step."""
@@ -76,22 +99,22 @@ def project_loops(S, W, q, u, free, tol, max_iter):
         if active_error(S, W) <= tol:
             break
         if it == max_iter:
-            return NOT_CONVERGED, np.max(np.abs(W.c_g))
-        if not least_norm(S, W, W.c_g, free, du):
-            return RANK_LOST, np.max(np.abs(W.c_g))
+            return NOT_CONVERGED, largest_residual(W)
+        if not least_norm(S, W, W.c_g, weight, du):
+            return RANK_LOST, largest_residual(W)
         for c in range(du.shape[0]):
             du[c] = -du[c]
         qdot_of(S, q, du, qd)
         for k in range(q.shape[0]):
             q[k] += qd[k]
         normalize_quaternions(S, q)
-    residual = np.max(np.abs(W.c_g)) if W.c_g.shape[0] else 0.0
+    residual = largest_residual(W)
     for r in range(W.c_g.shape[0]):
         acc = 0.0
         for c in range(u.shape[0]):
             acc += W.c_G[r, c] * u[c]
         W.c_gam[r] = acc   # scratch: G u
-    if not least_norm(S, W, W.c_gam, free, du):
+    if not least_norm(S, W, W.c_gam, weight, du):
         return RANK_LOST, residual
     for c in range(u.shape[0]):
         u[c] -= du[c]

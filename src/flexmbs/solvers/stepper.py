@@ -10,7 +10,7 @@ import numpy as np
 
 from ..arguments import number, tolerances
 from ..loops import TOL as LOOP_TOL
-from ..loops import Loops, free_columns
+from ..loops import Loops, free_columns, projection_weights
 from ..model.elements import METHODS
 from ..system import System, state_scales
 from ..kernels.entry import apply_prescribed
@@ -31,12 +31,19 @@ class SolverError(RuntimeError):
         super().__init__(f"at t = {time:.6g} s (end of the failing step): {MESSAGES.get(status, 'solver failure')}{detail}")
 
 
-def likely_cause(system: System, status: int) -> str:
-    """The likely cause of a failed run, for its message: the elastic energy that loop assembly
-    put into a flexible body at t = 0 (System.assembly_energy) when the solution diverged or the
+def likely_cause(system: System, status: int, rk4: tuple[float, float, float] | None = None) -> str:
+    """The likely cause of a failed run, for its message. rk4: (step [s], stability bound [s],
+    frequency of the mode that sets it [Hz]) of an RK4 run, the bound found at its first call.
+    In turn: an RK4 step past its bound when the solution diverged; the elastic energy that loop
+    assembly put into a flexible body at t = 0 (System.assembly_energy) when it diverged or the
     step collapsed; else, for a diverged elastic deflection, the usual physical cause."""
     if status not in (DIVERGED, NOT_FINITE, STEP_TOO_SMALL):
         return ""
+    if rk4 is not None and rk4[0] > rk4[1] and status in (DIVERGED, NOT_FINITE):
+        step, bound, hz = rk4
+        return (f" (solver.step {step * 1e3:.4g} ms exceeds RK4's stability bound {bound * 1e3:.4g} ms, set by a "
+                f"mode of {hz:.4g} Hz, as warned at the start: take a step below the bound, or method implicit, "
+                "which steps over stiff modes)")
     if system.assembly_energy:
         name, energy = max(system.assembly_energy.items(), key=lambda item: item[1])
         return (f" (the loop assembly put about {energy:.3g} J of elastic energy into flexible body {name!r} at "
@@ -163,7 +170,8 @@ class Stepper:
         self.loops = None
         if system.model.loops.cuts:
             self.loops = Loops(system.arrays, system.ref, system.arrays.cr_on.astype(bool))
-            self.loop_free = free_columns(system.arrays, system.joint_u, ())
+            self.loop_weight = projection_weights(system.arrays, free_columns(system.arrays, system.joint_u, ()),
+                                                  self.scale)
         # dense dopri5: its own state (t_i [s], x_i) past the last t_end, the dense output of the
         # step spanning it (D; span: start and length [s]), and what the last call returned;
         # own_stale: x_i is not yet on the loop constraints, nor K[0] = f(t_i, x_i) (_project_own)
@@ -315,8 +323,7 @@ class Stepper:
             return status
         if self.dense:
             if not continues:
-                np.copyto(self.x_i, x)
-                self.span[:] = t_end, 0.0
+                self.span[:] = t_end, 0.0   # its own state, x(t_end), is set by advance after the projection
             self.t_i = t_i
         return OK
 
@@ -328,7 +335,7 @@ class Stepper:
             self.u_last = np.empty_like(inputs)
         self.u_last[:] = inputs
 
-    def _project_own(self, t_before: float | None, continues: bool, x: np.ndarray) -> None:
+    def _project_own(self, t_before: float | None, continues: bool) -> None:
         """With loops, after a dense call that moved the integrator's own state x_i (a landed
         call's is its projected output; a continued call's moved if it stepped: t_i is not
         t_before): x_i drifts off g = 0 as the output does, so the next call that continues
@@ -336,11 +343,8 @@ class Stepper:
         their profile values, as the landing integrator's state is at each call, and evaluates
         its first stage (_fresh_own). Left for then: a call whose inputs changed starts from
         its own x, and the work would be lost."""
-        if not continues:
-            np.copyto(self.x_i, x)
-        elif self.t_i == t_before:
-            return
-        self.own_stale = True
+        if not continues or self.t_i != t_before:
+            self.own_stale = True
 
     def _onto_loops(self, t: float, x: np.ndarray, inputs: np.ndarray) -> None:
         """x onto the loop constraints at time t [s], the prescribed coordinates at their profile
@@ -348,17 +352,7 @@ class Stepper:
         nq, nv = self.system.nq, self.system.nv
         q, u = x[:nq], x[nq:nq + nv]
         apply_prescribed(self.system.ref, t, q, u, inputs, self.xs[nq:])
-        self.loops.project(q, u, self.loop_free)
-
-    def _likely_cause(self, status: int) -> str:
-        """What a failed run's message names as its likely cause: RK4's step past the stability
-        bound found at its first call, else likely_cause."""
-        step, bound = self.settings.step, self.stability_bound
-        if self.code == RK4 and bound is not None and step > bound and status in (DIVERGED, NOT_FINITE):
-            return (f" (solver.step {step * 1e3:.4g} ms exceeds RK4's stability bound {bound * 1e3:.4g} ms, set by a "
-                    f"mode of {self.stability_hz:.4g} Hz, as warned at the start: take a step below the bound, or "
-                    "method implicit, which steps over stiff modes)")
-        return likely_cause(self.system, status)
+        self.loops.project(q, u, self.loop_weight)
 
     def check_stability(self, t: float, x: np.ndarray, inputs: np.ndarray) -> float:
         """RK4's stability bound [s] from the eigenvalues of the system linearised at (t, x)
@@ -405,16 +399,19 @@ class Stepper:
             self.nsteps += n
             self.nrejected += r
         if status != OK:
-            raise SolverError(status, t_end, self._likely_cause(status))
+            rk4 = (st.step, self.stability_bound, self.stability_hz) if self.code == RK4 else None
+            raise SolverError(status, t_end, likely_cause(self.system, status, rk4))
         if self.loops is not None:
             # the index-1 equations drift off g = 0: project positions, then velocities
             q, u = x[:self.system.nq], x[self.system.nq:self.system.nq + self.system.nv]
             # the dropped rows too: past a bifurcation a redundant row can become independent
-            residual = self.loops.project(q, u, self.loop_free)
+            residual = self.loops.project(q, u, self.loop_weight)
             if residual > 1e3 * LOOP_TOL:
                 self.t_i = None   # no call continues from a run whose loop opened
                 raise SolverError(LOOP_OPEN, t_end, f" (largest constraint residual {residual:.3g})")
             if self.dense:
-                self._project_own(t_before, continues, x)
+                self._project_own(t_before, continues)
         if self.dense:
+            if not continues:
+                np.copyto(self.x_i, x)   # a landed call's own state is its output, projected
             self._remember(t_end, x, inputs)
