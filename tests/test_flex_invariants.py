@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -174,6 +175,29 @@ def test_rotating_cantilever_southwell_coefficient():
 def export_npz(path, M, K, nodes, **extra):
     np.savez(path, M=M, K=K, nodes=nodes, **extra)
     return path
+
+
+def test_a_micrometre_beam_reduces_as_the_scaled_metre_beam_without_warnings():
+    """Linear elasticity has no length scale: geometrically similar beams of one material have
+    frequencies in inverse proportion to their size, so a 1 um silicon cantilever's basis (its
+    bending modes and the static shapes of its unit accelerations) has the 1 m one's frequencies
+    times 1e6, and its lowest is Euler-Bernoulli's 1.8751^2 sqrt(E I / (rho A L^4)). The static
+    shapes' solve must not warn: unscaled, its stiffness matrix had a reciprocal condition
+    number of 6e-19 from the units of its DOFs alone, and LAPACK warned "ill-conditioned"."""
+    E_si, G_si, rho_si = 1.7e11, 6.5e10, 2330.0
+
+    def cantilever(length: float):
+        return beam_body(length, 6, 3, E_si, G_si, rho_si, rectangle(length / 20, length / 40), name="cantilever",
+                         acceleration_modes=True)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        metre, micro = cantilever(1.0), cantilever(1e-6)
+    assert metre.freqs.size > 3   # the acceleration shapes joined the three bending modes
+    np.testing.assert_allclose(micro.freqs * 1e-6, metre.freqs, rtol=1e-9)
+    A, I = (1e-6 / 20) * (1e-6 / 40), (1e-6 / 20) * (1e-6 / 40) ** 3 / 12
+    first = 1.8751041 ** 2 * math.sqrt(E_si * I / (rho_si * A * 1e-6 ** 4))
+    assert micro.freqs[0] == pytest.approx(first, rel=1e-3)
 
 
 def test_superelement_reproduces_beam(tmp_path):
