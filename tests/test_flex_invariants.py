@@ -17,6 +17,7 @@ from flexmbs.flex import (
     Beam, beam_body, beam_matrices, circle, explicit, load_matrix_market, load_npz, make_superelement,
     rectangle, superelement_body,
 )
+from flexmbs.flex.reduction import static_deflections
 
 E, G, RHO = 70e9, 26e9, 2700.0
 SECTION = explicit(A=3e-4, Iy=2e-9, Iz=7e-9, J=1.5e-9)
@@ -198,6 +199,13 @@ def test_a_micrometre_beam_reduces_as_the_scaled_metre_beam_without_warnings():
     A, I = (1e-6 / 20) * (1e-6 / 40), (1e-6 / 20) * (1e-6 / 40) ** 3 / 12
     first = 1.8751041 ** 2 * math.sqrt(E_si * I / (rho_si * A * 1e-6 ** 4))
     assert micro.freqs[0] == pytest.approx(first, rel=1e-3)
+    # the static solve itself: unit loads at the tip of the micrometre beam clamped at its root,
+    # K x = f to a backward error of 1e-12 (a wrong scaling of the solution would give order 1)
+    K = micro.beam.stiffness_matrix()
+    K_ff = K[6:, 6:]
+    loads = np.eye(K_ff.shape[0])[:, -6:]
+    x = static_deflections(K_ff, loads, "cantilever")
+    assert np.linalg.norm(K_ff @ x - loads) <= 1e-12 * np.linalg.norm(K_ff) * np.linalg.norm(x)
 
 
 def test_superelement_reproduces_beam(tmp_path):

@@ -205,40 +205,56 @@ def test_bricard_past_its_bifurcation_stops_with_a_clear_error() -> None:
         flexmbs.simulate(model, 10.0, output_step=0.05)
 
 
-@pytest.mark.parametrize("name", ["bricard", "he_crank_rocker"])
-def test_the_numba_projection_agrees_with_the_least_squares_one(name: str) -> None:
-    """Two independent projections of a state 1e-3 off the loop constraints (positions by
+@pytest.mark.parametrize("name, held", [("bricard", ()), ("he_crank_rocker", ()), ("he_crank_rocker", ("crank",))])
+def test_the_numba_projection_agrees_with_the_least_squares_one(name: str, held: tuple) -> None:
+    """Two independent projections of a state 1e-4 off the loop constraints (positions by
     Newton, then velocities, least norm in the integrators' weighted norm): the integrators'
     numba one (Cholesky of the Gram matrix of the rows in use) and loops.py's (numpy's SVD least
     squares) land on the same state, on the constraints, to rounding. Bricard's loop has a
     dropped redundant row, the crank-rocker a flexible coupler whose modal coordinates' scales
-    span 0.0025 to 0.3. The velocity correction is the least one in that norm: it is
-    orthogonal, in the weighted inner product, to every velocity that keeps the constraints
-    (the null space of G, by scipy's SVD)."""
+    span 0.0025 to 0.3; with its crank held, the crank does not move. The weights are the
+    position scales: 1 for a joint coordinate, state_scales of a modal one, 0 where held. The
+    velocity correction is the least one in that norm: it is orthogonal, in the weighted inner
+    product, to every velocity that keeps the constraints (the null space of G, by scipy's SVD)."""
     from scipy.linalg import null_space
 
+    from flexmbs.kernels.dynamics import qdot_of
     from flexmbs.loops import TOL, Loops, free_columns, project_positions, project_velocities, projection_weights
     from flexmbs.system import state_scales
 
     system = compile_model(flexmbs.load_model(MODELS / f"{name}.yaml"))
     loops = Loops(system.arrays, system.ref, system.arrays.cr_on.astype(bool))
-    free = free_columns(system.arrays, system.joint_u, ())
-    weight = projection_weights(system.arrays, free, state_scales(system))
+    free = free_columns(system.arrays, system.joint_u, held)
+    scale = state_scales(system)
+    weight = projection_weights(system.arrays, free, scale)
+    # each velocity coordinate's weight is the scale of the position coordinate it moves (no
+    # quaternions here: each moves exactly one, at unit rate, by the integrators' qdot map)
+    expected = np.zeros(system.nv)
+    for c in range(system.nv):
+        qd = np.zeros(system.nq)
+        qdot_of(system.ref, system.q0, np.eye(system.nv)[c], qd)
+        (k,) = np.nonzero(qd)[0]
+        assert qd[k] == 1.0
+        expected[c] = scale[k] if free[c] else 0.0
+    np.testing.assert_array_equal(weight, expected)
     rng = np.random.default_rng(7)
-    q0 = system.q0 + 1e-3 * rng.standard_normal(system.nq)
+    q0 = system.q0 + 1e-4 * rng.standard_normal(system.nq)
     u0 = system.u0 + 1e-1 * rng.standard_normal(system.nv)
     q, u = q0.copy(), u0.copy()
     residual = loops.project(q, u, weight)
     q_ls, u_ls = q0.copy(), u0.copy()
     project_positions(loops, q_ls, u_ls, weight)
     project_velocities(loops, q_ls, u_ls, weight)
-    assert np.max(np.abs(q - q0)) > 1e-5 and np.max(np.abs(u - u0)) > 1e-3   # it had work to do
+    assert np.max(np.abs(q - q0)) > 1e-6 and np.max(np.abs(u - u0)) > 1e-3   # it had work to do
     assert residual <= TOL and loops.residual(q, u) <= TOL
     _, G = loops.eval(q, u)
     assert np.max(np.abs(G @ u)) < 1e-12
     assert np.max(np.abs(q - q_ls)) < 1e-12 and np.max(np.abs(u - u_ls)) < 1e-11
-    # the least correction in the norm sum (du_c / weight_c)^2 over the free coordinates, from u0 moved
-    # by the same amount in held ones (none here): KKT, N^T diag(1/weight^2) du = 0
+    for joint in held:
+        (k, n), (c, _) = system.joint_q[joint], system.joint_u[joint]
+        assert np.all(q[k:k + n] == q0[k:k + n]) and np.all(u[c:c + n] == u0[c:c + n])
+    # the least correction in the norm sum (du_c / weight_c)^2 over the free coordinates: KKT,
+    # N^T diag(1/weight^2) du = 0 (unit weights give 7e-4 of the scale here on the crank-rocker)
     du = u - u0
     N = null_space(G[:, free])
     assert N.shape[1] > 0

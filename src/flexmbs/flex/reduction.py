@@ -158,7 +158,7 @@ def add_static_modes(M: np.ndarray, K: np.ndarray, clamped: np.ndarray, modes: n
     (m,) [rad/s] ascending and mass-normalised vectors (ndof, m)."""
     ndof = M.shape[0]
     free = np.setdiff1d(np.arange(ndof), clamped)
-    static = _static_solve(K[np.ix_(free, free)], loads[free], name)
+    static = static_deflections(K[np.ix_(free, free)], loads[free], name)
     shapes = _scatter(free, ndof, static)
     whole = np.einsum("ik,ij,jk->k", shapes, M, shapes)
     for _ in range(2):
@@ -168,12 +168,15 @@ def add_static_modes(M: np.ndarray, K: np.ndarray, clamped: np.ndarray, modes: n
     return _ritz(M, K, np.hstack([modes, shapes[:, keep]]), name)
 
 
-def _static_solve(K_ff: np.ndarray, loads: np.ndarray, name: str) -> np.ndarray:
-    """The static deflections K_ff^-1 loads of the clamped body (K_ff positive definite).
+def static_deflections(K_ff: np.ndarray, loads: np.ndarray, name: str) -> np.ndarray:
+    """The static deflections K_ff^-1 loads (ndof_free, k) of the clamped body under the load
+    columns loads (ndof_free, k) [N, N m] (K_ff positive definite).
     Solved on the symmetrically scaled D K_ff D, D = diag(K_ff)^-1/2 (the same solution to
     round-off): a DOF's stiffness scales with its unit (translations E A / L, rotations E I /
     L), so a micrometre beam's K_ff has a reciprocal condition number of 6e-19 and LAPACK warned
-    "ill-conditioned", where the scaled matrix's is that of the structure."""
+    "ill-conditioned", where the scaled matrix's is that of the structure. Raises ValueError
+    naming `name` when K_ff is not positive definite."""
+    loads = np.asarray(loads, dtype=float).reshape(K_ff.shape[0], -1)
     diag = np.diag(K_ff)
     try:
         if not np.all(diag > 0.0):
@@ -223,7 +226,7 @@ def craig_bampton(
     _, singular, vt = scipy.linalg.svd(rows, full_matrices=True)
     rank = int((singular > 1e-10 * singular.max()).sum())
     M_ff, K_ff = M[np.ix_(free, free)], K[np.ix_(free, free)]
-    static = _static_solve(K_ff, vt[:rank].T, name)
+    static = static_deflections(K_ff, vt[:rank].T, name)
     # Orthonormal coordinates of the fixed-interface subspace {u_f : rows u_f = 0}.
     Z = vt[rank:].T
     if Z.shape[1] == 0:  # the interface holds every free DOF: the constraint modes span the whole body

@@ -12,9 +12,11 @@ squares of loops.py.
 
 Projecting each step's result onto the constraint manifold is the standard projection method
 (E. Hairer, C. Lubich, G. Wanner, Geometric Numerical Integration, 2nd ed., Springer 2006,
-Sec. IV.4, there in the Euclidean norm). Our weights are the coordinates' scales
-(loops.projection_weights), the norm the integrators control their error in: the correction
-moves each coordinate in proportion to what its error is measured against. Measured on the
+Sec. IV.4, there in the Euclidean norm). Our weights are the position coordinates' scales
+(loops.projection_weights), the norm the integrators control the positions' error in, for the
+velocity correction too (one metric for both steps; the rates' own scales would make the stiff
+modes' rates the cheapest to change): the correction moves each coordinate in proportion to
+what its error is measured against. Measured on the
 crank-rocker (implicit, rtol 1e-6, a projection every 1 ms): in unit weights the corrections
 went into the coupler's modal coordinates, 20 times larger than in the joint angles relative
 to their scales; weighted, the two are alike (both about 1e-10 of the scales, far inside the

@@ -31,7 +31,7 @@ class SolverError(RuntimeError):
         super().__init__(f"at t = {time:.6g} s (end of the failing step): {MESSAGES.get(status, 'solver failure')}{detail}")
 
 
-def likely_cause(system: System, status: int, rk4: tuple[float, float, float] | None = None) -> str:
+def likely_cause(system: System, status: int, rk4: tuple[float, float | None, float] | None = None) -> str:
     """The likely cause of a failed run, for its message. rk4: (step [s], stability bound [s],
     frequency of the mode that sets it [Hz]) of an RK4 run, the bound found at its first call.
     In turn: an RK4 step past its bound when the solution diverged; the elastic energy that loop
@@ -39,7 +39,7 @@ def likely_cause(system: System, status: int, rk4: tuple[float, float, float] | 
     step collapsed; else, for a diverged elastic deflection, the usual physical cause."""
     if status not in (DIVERGED, NOT_FINITE, STEP_TOO_SMALL):
         return ""
-    if rk4 is not None and rk4[0] > rk4[1] and status in (DIVERGED, NOT_FINITE):
+    if rk4 is not None and rk4[1] is not None and rk4[0] > rk4[1] and status in (DIVERGED, NOT_FINITE):
         step, bound, hz = rk4
         return (f" (solver.step {step * 1e3:.4g} ms exceeds RK4's stability bound {bound * 1e3:.4g} ms, set by a "
                 f"mode of {hz:.4g} Hz, as warned at the start: take a step below the bound, or method implicit, "
