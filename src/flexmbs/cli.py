@@ -34,6 +34,7 @@ from .simulate import Result, check_effort, settings_of, simulate, step_rate
 from .solvers.stepper import Settings, SolverError
 from .compile import compile_model
 from .system import System
+from .validity import is_conservative
 from .compiling import NOTICE_AFTER
 
 # Errors a user can cause; anything else is a bug and keeps its traceback.
@@ -163,20 +164,6 @@ def _drive_text(system: System, model: Model, joint_name: str) -> str:
             f"motor inertia {_fmt(d.motor_inertia)} kg m^2")
 
 
-def _is_conservative(model: Model) -> bool:
-    """No dissipation, no driven or forced coordinates, and every load with a potential in
-    energy.total (point forces are not included there). A torque drive left at a zero default
-    counts as passive: the command line runs with the default inputs."""
-    for b in model.bodies:
-        if b.type != "rigid" and (b.damping.stiffness_proportional > 0 or any(np.ravel(b.damping.modal))):
-            return False
-    for j in model.joints:
-        idle = j.drive.type == "passive" or (j.drive.type == "torque" and j.drive.torque == 0)
-        if not idle or (j.spring is not None and j.spring.damping > 0):
-            return False
-    return all(ld.type in ("spring_damper", "elastic_rod") and ld.damping == 0 for ld in model.loads)
-
-
 def _parse_signals(text: Optional[str]) -> Optional[list[str]]:
     if text is None:
         return None
@@ -280,7 +267,7 @@ def _print_summary(model: Model, system: System, result: Result, settings: Setti
     click.echo(f"time     {_fmt(t_end)} s simulated in {wall:.3g} s wall ({integ:.3g} s integrating, "
                f"{t_end / max(integ, 1e-12):.3g}x real time{compiled})")
     e = result["energy.total"]
-    if _is_conservative(model):
+    if is_conservative(model):
         drift = float(np.max(np.abs(e - e[0])))
         scale = max(float(np.max(result["energy.kinetic"])), float(np.max(result["energy.strain"])), 1e-300)
         click.echo(f"energy   conservative model: drift max|E - E(0)| = {drift:.3g} J "

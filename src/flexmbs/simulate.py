@@ -15,7 +15,7 @@ from .signals import Evaluator, current_start, output_width, signal_table
 from .solvers.stepper import Settings, SolverError, Stepper
 from .compile import compile_model
 from .system import System, model_argument
-from .validity import warn_large_deflections
+from .validity import warn_energy_drift, warn_large_deflections
 from .warmup import prepare
 
 InputSpec = Union[None, Mapping[str, float], Callable[[float], Mapping[str, float]]]
@@ -275,7 +275,9 @@ def simulate(model: Union[Model, System], t_end: float, *, method: Optional[str]
         if bar is not None:
             bar.close()
     warn_large_deflections(system, t, X)
-    return _result(system, stepper.W, stats(), t, X, U)
+    result = _result(system, stepper.W, stats(), t, X, U)
+    warn_energy_drift(system, result, settings.describe())
+    return result
 
 
 def _natural(system: System, t: np.ndarray, settings: Settings, inputs: InputSpec, x0) -> Result:

@@ -131,6 +131,10 @@ class Settings:
         tolerances(where, self.rtol, self.atol)
         number(where, "max_step", self.max_step, "positive", "s")
 
+    def describe(self) -> str:
+        """The method and what sets its accuracy, for messages: 'dopri5 at rtol 1e-06'."""
+        return f"rk4 at step {self.step:g} s" if self.method == "rk4" else f"{self.method} at rtol {self.rtol:g}"
+
 
 class Stepper:
     """Advances x = [q; u; i] (i: motor currents) of one System. Holds the workspace, so one per concurrent user."""
