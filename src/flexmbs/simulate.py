@@ -276,7 +276,7 @@ def simulate(model: Union[Model, System], t_end: float, *, method: Optional[str]
             bar.close()
     warn_large_deflections(system, t, X)
     result = _result(system, stepper.W, stats(), t, X, U)
-    warn_energy_drift(system, result, settings.describe())
+    warn_energy_drift(system, result, U[:, :len(system.inputs)], settings)
     return result
 
 
