@@ -132,12 +132,13 @@ def warn_energy_drift(system: System, result, inputs: np.ndarray, settings) -> N
 
 
 def exchanged_energy(result) -> float:
-    """The energy a conservative run's motion exchanges [J], which its error can not inflate:
-    the range of its potential energy, or its initial kinetic and strain energy, whichever is
-    larger; at least 1e-12 of the energies' magnitude (round-off of energy.total)."""
+    """The energy a conservative run's motion exchanges [J], which its error can not inflate: its
+    initial kinetic and strain energy plus its initial potential energy above the lowest the run
+    reaches (a diverging run raises its energies, not that lowest potential); at least 1e-12 of
+    the energies' magnitude (round-off of energy.total)."""
     potential, kinetic, strain = result["energy.potential"], result["energy.kinetic"], result["energy.strain"]
     floor = 1e-12 * max(float(np.max(np.abs(result["energy.total"]))), float(np.max(np.abs(potential))), 1e-300)
-    return max(float(np.ptp(potential)), float(kinetic[0] + strain[0]), floor / ENERGY_DRIFT_LIMIT)
+    return max(float(kinetic[0] + strain[0] + potential[0] - np.min(potential)), floor / ENERGY_DRIFT_LIMIT)
 
 
 def _unresolved_mode(system: System, result, k: int, settings) -> str:
