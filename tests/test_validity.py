@@ -110,6 +110,7 @@ def test_energy_drift_of_a_conservative_model_is_warned_naming_the_mode(method: 
     # the rigid pendulum's: g (m_tip L + m_rod L / 2) (1 - cos 0.3)
     assert swing == pytest.approx(9.81 * (0.5 * 0.8 + 7850 * np.pi / 4 * 0.01 ** 2 * 0.8 * 0.4) * (1 - np.cos(0.3)), rel=1e-2)
     drifted = np.max(np.abs(e - e[0])) > ENERGY_DRIFT_LIMIT * swing
+    assert abs(result.stats["energy_drift"]) == np.max(np.abs(e - e[0]))   # recorded for flexmbs simulate
     drift_warnings = [w for w in caught if issubclass(w.category, EnergyDriftWarning)]
     assert drifted == warned and len(drift_warnings) == int(warned)
     if warned:

@@ -15,7 +15,7 @@ from .signals import Evaluator, current_start, output_width, signal_table
 from .solvers.stepper import Settings, SolverError, Stepper
 from .compile import compile_model
 from .system import System, model_argument
-from .validity import warn_energy_drift, warn_large_deflections
+from .validity import check_energy, warn_large_deflections
 from .warmup import prepare
 
 InputSpec = Union[None, Mapping[str, float], Callable[[float], Mapping[str, float]]]
@@ -276,7 +276,7 @@ def simulate(model: Union[Model, System], t_end: float, *, method: Optional[str]
             bar.close()
     warn_large_deflections(system, t, X)
     result = _result(system, stepper.W, stats(), t, X, U)
-    warn_energy_drift(system, result, U[:, :len(system.inputs)], settings)
+    check_energy(system, result, U[:, :len(system.inputs)], settings)
     return result
 
 
@@ -300,6 +300,7 @@ def _natural(system: System, t: np.ndarray, settings: Settings, inputs: InputSpe
     res = _result(system, system.workspace(), stats, t, run["X"], U)
     res.signals["natural.energy"], res.units["natural.energy"] = run["energy"], "J"
     res.signals["natural.residual"], res.units["natural.residual"] = run["residual"], "1"
+    check_energy(system, res, U[:, :0], settings)
     return res
 
 

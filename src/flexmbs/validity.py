@@ -1,5 +1,5 @@
 """Whether a run stays where its model and its integrator are valid: one floating frame per
-flexible body (below), and the energy of a conservative model (warn_energy_drift).
+flexible body (below), and the energy of a conservative model (check_energy).
 
 A flexible body moves with one body frame and deforms in it by u = Phi eta, with the axial
 foreshortening of beams to second order in the slopes (flex/invariants.py). The neglected
@@ -18,12 +18,17 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .flex.invariants import body_size
 from .model import Model
 from .system import System
+
+if TYPE_CHECKING:   # simulate imports this module
+    from .simulate import Result
+    from .solvers.stepper import Settings
 
 ROTATION_LIMIT = 0.1  # [rad] (or deflection / size): the single frame's range, see the module notes
 # [1] drift of a conservative model's energy, as a fraction of the energy its motion exchanges
@@ -105,11 +110,12 @@ def is_conservative(model: Model) -> bool:
     return all(ld.type in ("spring_damper", "elastic_rod") and ld.damping == 0 for ld in model.loads)
 
 
-def warn_energy_drift(system: System, result, inputs: np.ndarray, settings) -> None:
-    """Warn (EnergyDriftWarning) when the energy of a conservative model run with zero inputs
-    (inputs: the samples' inputs, one column per input) drifted by more than ENERGY_DRIFT_LIMIT
-    of the energy its motion exchanges (exchanged_energy), naming what to change for the method
-    (settings: the run's solver Settings) and, for an explicit method, the modal coordinate its
+def check_energy(system: System, result: Result, inputs: np.ndarray, settings: Settings) -> None:
+    """For a conservative model run with zero inputs (inputs: the samples' inputs, one column
+    per input): record the largest drift of energy.total from its start in result.stats
+    (`energy_drift` [J], signed, and `energy_exchanged` [J]: exchanged_energy), and warn
+    (EnergyDriftWarning) when it exceeds ENERGY_DRIFT_LIMIT of the energy the motion exchanges,
+    naming what to change for the method and, for an explicit method, the modal coordinate its
     steps do not resolve that vibrates with the most energy when the drift is largest: an
     undamped stiff mode into which the error accumulates, step after step."""
     if not is_conservative(system.model) or np.any(inputs != 0.0):
@@ -118,6 +124,7 @@ def warn_energy_drift(system: System, result, inputs: np.ndarray, settings) -> N
     scale = exchanged_energy(result)
     k = int(np.argmax(np.abs(e - e[0])))
     drift = float(e[k] - e[0])
+    result.stats.update(energy_drift=drift, energy_exchanged=scale)
     if abs(drift) <= scale * ENERGY_DRIFT_LIMIT:
         return
     explicit = settings.method != "implicit"
@@ -131,7 +138,7 @@ def warn_energy_drift(system: System, result, inputs: np.ndarray, settings) -> N
                   f"{fix}", EnergyDriftWarning, stacklevel=3)
 
 
-def exchanged_energy(result) -> float:
+def exchanged_energy(result: Result) -> float:
     """The energy a conservative run's motion exchanges [J], which its error can not inflate: its
     initial kinetic and strain energy plus its initial potential energy above the lowest the run
     reaches (a diverging run raises its energies, not that lowest potential); at least 1e-12 of
@@ -141,7 +148,7 @@ def exchanged_energy(result) -> float:
     return max(float(kinetic[0] + strain[0] + potential[0] - np.min(potential)), floor / ENERGY_DRIFT_LIMIT)
 
 
-def _unresolved_mode(system: System, result, k: int, settings) -> str:
+def _unresolved_mode(system: System, result: Result, k: int, settings: Settings) -> str:
     """For the message: the modal coordinate with the most vibration energy at sample k among
     those the run's mean step h does not resolve (omega h > 0.5), as '; rod.eta[5] (881 Hz)
     vibrates with 1.05 J'; '' when there is none. A mode's energy is that of a free modal
