@@ -232,8 +232,11 @@ class Engine:
             self.client = Client(scheduler)
         else:
             with _workers_ignore_ctrl_c():
+                # distributed's own log off, errors included: a run's failure is its row's message,
+                # and a worker heartbeating while Ctrl-C shuts the cluster down logged a traceback
+                # (distributed 2024.8), as if the study had failed
                 self.cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                            dashboard_address=":0")
+                                            dashboard_address=":0", silence_logs=logging.CRITICAL)
             self.client = Client(self.cluster)
 
     def close(self) -> None:
