@@ -148,11 +148,11 @@ def test_a_build_says_when_it_compiles_the_kernels_it_carries(fmu_path, tmp_path
     every kernel and says nothing."""
     import flexmbs
     from flexmbs import compiling
-    from flexmbs._cache import source_digest, writable_cache
+    from flexmbs._cache import kernel_cache
 
     monkeypatch.setattr(compiling, "NOTICE_AFTER", 0.0)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    generic = writable_cache("numba", source_digest(Path(flexmbs.__file__).parent)) / "generic"
+    generic = kernel_cache(Path(flexmbs.__file__).parent) / "generic"
     left_out = "structs._box_work-"     # a small kernel the FMU calls from Python
     with zipfile.ZipFile(fmu_path("double_pendulum")) as z:
         carried = [n for n in z.namelist() if n.startswith("resources/kernels/flexmbs/")]

@@ -216,18 +216,21 @@ def test_a_script_that_imports_flexmbs_runs_on_the_kernels_the_build_compiled(pl
     flexmbs and runs the FMU (in its own process, as the servo demo does) compiles nothing: it
     compiles for the same CPU (flexmbs._cache.choose_cpu_target), so one compile serves both."""
     import flexmbs
-    from flexmbs._cache import private_folder, source_digest
+    from flexmbs._cache import kernel_cache, private_folder
 
     home = work / "home builder"
-    digest = source_digest(Path(flexmbs.__file__).resolve().parent)
+    env = _env(home)
+    with pytest.MonkeyPatch.context() as patch:   # the folder flexmbs picks under that home
+        patch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
+        generic = kernel_cache(Path(flexmbs.__file__).resolve().parent) / "generic"
     folder = work / "unpacked builder"
     extract(plant["path"], unzipdir=str(folder))
     carried = folder / "resources" / "kernels"
     manifest = json.loads((carried / "manifest.json").read_text())
     for rel in manifest["files"]:
-        target = private_folder(home / ".cache", "flexmbs", "numba", digest, "generic", *Path(rel).parent.parts)
+        target = private_folder(generic, *Path(rel).parent.parts)
         shutil.copyfile(carried / rel, target / Path(rel).name)
-    got = _python_host(Path(sys.executable), plant["path"], _env(home), first="import flexmbs")
+    got = _python_host(Path(sys.executable), plant["path"], env, first="import flexmbs")
     assert Path(got["flexmbs"]).parent == Path(flexmbs.__file__).parent    # the script's own flexmbs
     assert np.max(np.abs(np.array(got["rows"]) - plant["reference"])) <= 1e-12
     assert _compiles(home / "compiles.jsonl") == []
@@ -398,8 +401,8 @@ def test_the_machines_own_kernels_are_preferred_to_the_carried_ones(tmp_path) ->
                 "files": {n: hashlib.sha256(n.encode()).hexdigest() for n in names}, "index": names[:1],
                 "seconds": 10.0}
     code = textwrap.dedent("""
-        import hashlib, importlib.abc, importlib.metadata, importlib.util, json, logging, os, platform, re, stat
-        import sys, tempfile
+        import contextlib, hashlib, importlib.abc, importlib.metadata, importlib.util, json, logging, os, platform, re
+        import stat, sys, tempfile
         from pathlib import Path
         exec(open(sys.argv[1]).read())
         notice = ready_kernels(Path(sys.argv[2]), Path(sys.argv[3]), json.loads(sys.argv[4]))

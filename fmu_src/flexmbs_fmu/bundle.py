@@ -22,14 +22,13 @@ import hashlib
 import importlib.abc
 import importlib.metadata
 import importlib.util
-import logging
 import os
 import platform
 import re
 import sys
 from pathlib import Path
 
-from flexmbs._cache import choose_cpu_target, private_folder, source_digest, writable_cache
+from flexmbs._cache import choose_cpu_target, kernel_cache, kernel_lock, private_folder
 
 
 def tree_digest(roots: dict, files: tuple) -> str:
@@ -227,18 +226,29 @@ def _file_digest(path: Path) -> str:
 def _place_kernels(carried: Path, target: Path, files: dict) -> None:
     """Copy the carried kernel files ({relative path: sha256}) into the private folder
     `target`, each verified before it is put in place (a file already there with the right
-    digest is kept)."""
-    for rel, sha in files.items():
-        dest = target / rel
-        if dest.is_file() and _file_digest(dest) == sha:
-            continue
-        data = (carried / rel).read_bytes()
-        if hashlib.sha256(data).hexdigest() != sha:
-            raise RuntimeError(f"the compiled kernel {carried / rel} does not match its digest: the FMU is damaged")
-        folder = private_folder(target, *Path(rel).parent.parts)
-        partial = folder / f".{dest.name}.{os.getpid()}"
-        partial.write_bytes(data)
-        os.replace(partial, dest)
+    digest is kept). A kernel's data files and then its index go in under the kernel's lock
+    (flexmbs._cache.kernel_lock), so a process that loads the kernel meanwhile reads the old
+    entry or the new one, never an index over another's data file."""
+    kernels: dict[str, list[str]] = {}   # index: its data files, then itself
+    for rel in sorted(files, key=lambda rel: rel.endswith(".nbi")):
+        kernels.setdefault(re.sub(r"\.\d+\.nbc$", ".nbi", rel), []).append(rel)
+    for index, own in kernels.items():
+        private_folder(target, *Path(index).parent.parts)
+        with kernel_lock(target / index):
+            for rel in own:
+                _place_file(carried / rel, target / rel, files[rel])
+
+
+def _place_file(source: Path, dest: Path, sha: str) -> None:
+    """source copied to dest (a file already there with the digest `sha` kept), verified first."""
+    if dest.is_file() and _file_digest(dest) == sha:
+        return
+    data = source.read_bytes()
+    if hashlib.sha256(data).hexdigest() != sha:
+        raise RuntimeError(f"the compiled kernel {source} does not match its digest: the FMU is damaged")
+    partial = dest.parent / f".{dest.name}.{os.getpid()}"
+    partial.write_bytes(data)
+    os.replace(partial, dest)
 
 
 def ready_kernels(carried: Path, root, manifest) -> str:
@@ -253,7 +263,7 @@ def ready_kernels(carried: Path, root, manifest) -> str:
     if not manifest or root is None or "numba" in sys.modules:
         return ""
     cache = os.environ.get("NUMBA_CACHE_DIR")
-    base = Path(cache) if cache else writable_cache("numba", source_digest(Path(root)))
+    base = Path(cache) if cache else kernel_cache(Path(root))
     os.environ["NUMBA_CACHE_DIR"] = str(base)   # where flexmbs would put it (a fallback folder is chosen once)
     if choose_cpu_target() == "host" and all((base / "host" / name).is_file() for name in manifest["index"]):
         return ""   # the target flexmbs will compile for, and all its kernels are here

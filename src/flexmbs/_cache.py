@@ -15,14 +15,20 @@ process (or an FMU instantiated again) starts without recompiling.
   file as one JSON line (function, signature, seconds), so a test or a benchmark can count
   compiles and see where the compile time goes; the file appears when a first compile begins.
 
-The functions `source_digest`, `private_folder` and `writable_cache` use the standard library
-only: the FMU's slave module carries a copy of their source and runs it before flexmbs can be
+- numba's cache entries are written and read under a lock per kernel, and an entry whose code
+  is not of the signature asked for is compiled anew (`_guard_cache_entries`): the processes of
+  a sweep, an FMU and its host share one cache.
+
+The functions `source_digest`, `private_folder`, `writable_cache`, `kernel_cache` and
+`kernel_lock` use the standard library only: the FMU's slave module carries a copy of their source and runs it before flexmbs can be
 imported.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import importlib.metadata
 import json
 import logging
 import os
@@ -167,6 +173,84 @@ def choose_cpu_target() -> str:
     return (os.environ.get("NUMBA_CPU_NAME") or "host").lower()
 
 
+def kernel_cache(root: Path) -> Path:
+    """The folder numba keeps the kernels of the flexmbs sources at `root` in, for the numba
+    installed here: ~/.cache/flexmbs/numba/<digest of the sources>-numba<version>. One folder
+    per numba version: numba drops an index another version wrote and writes its own over it,
+    so two environments with two numba versions on one folder each compiled everything anew
+    (minutes) whenever the other had run."""
+    try:
+        numba = importlib.metadata.version("numba")
+    except importlib.metadata.PackageNotFoundError:
+        numba = "-missing"
+    return writable_cache("numba", f"{source_digest(root)}-numba{numba}")
+
+
+@contextlib.contextmanager
+def kernel_lock(index: Path):
+    """Hold, against other processes, the lock of one kernel's cache entry: its index file
+    `index` and the data files that index names (a POSIX advisory lock, flock, on `index`.lock).
+    Without flock (Windows), a lock file (a read-only cache folder) or locks on the file system
+    (ENOLCK, ENOSYS): no lock, numba's own behaviour. Standard library only (see the module's doc)."""
+    handle, locked = None, False
+    try:
+        import fcntl
+        handle = open(f"{index}.lock", "a")
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        locked = True
+    except (ImportError, OSError):
+        pass
+    try:
+        yield
+    finally:
+        if locked:   # before closing: a child forked meanwhile shares the open file, and the lock
+            fcntl.flock(handle, fcntl.LOCK_UN)
+        if handle is not None:
+            handle.close()
+
+
+def _guard_cache_entries(caching) -> None:
+    """numba's cache made safe for several processes at once, and checked as it loads.
+
+    numba saves an entry by reading the function's index, choosing a data file, and writing
+    both, without a lock (numba.core.caching.IndexDataCacheFile.save). Two processes compiling
+    one kernel for two signatures at once (a sweep's workers, an FMU's process beside its host,
+    all on one cache) can leave an index that names one signature over the other's data file,
+    and numba then runs that code on the wrong argument types without a word (a plain numba
+    function f(x) = 2 x + 1 so damaged returned f(1.5) = 3). Each save and load of an entry
+    now holds its lock (kernel_lock), and an entry whose loaded signature is not the one asked
+    for is dropped with a warning: numba compiles it anew, and its save repairs the entry."""
+    from numba.core import sigutils
+    from numba.core.compiler import CompileResult
+
+    files = caching.IndexDataCacheFile
+    if getattr(files.save, "locked", False):
+        return
+    save, load, load_overload = files.save, files.load, caching.Cache._load_overload
+
+    def locked_save(self, key, data) -> None:
+        with kernel_lock(Path(self._index_path)):
+            save(self, key, data)
+
+    def locked_load(self, key):
+        with kernel_lock(Path(self._index_path)):
+            return load(self, key)
+
+    def checked_load_overload(self, sig, target_context):
+        entry = load_overload(self, sig, target_context)
+        got = entry.signature if isinstance(entry, CompileResult) else None   # a gufunc's library has none
+        if got is not None and tuple(got.args) != tuple(sigutils.normalize_signature(sig)[0]):
+            logging.getLogger("flexmbs").warning(
+                "numba's cache entry of %s for %s held the code of %s (written by two processes at once, or damaged): "
+                "compiling it anew", f"{self._py_func.__module__}.{self._py_func.__qualname__}", sig, got)
+            return None
+        return entry
+
+    locked_save.locked = True
+    files.save, files.load = locked_save, locked_load
+    caching.Cache._load_overload = checked_load_overload
+
+
 def _locator_class():
     """PackageLocator, defined once numba is imported (it subclasses numba's locator)."""
     from numba.core import caching, config
@@ -258,7 +342,7 @@ def numba_cache_folder() -> Path:
 
 def configure_numba_cache() -> None:
     """Choose numba's CPU target (choose_cpu_target), point its cache at
-    ~/.cache/flexmbs/numba/<digest> unless NUMBA_CACHE_DIR is set,
+    kernel_cache's folder unless NUMBA_CACHE_DIR is set,
     find flexmbs' kernels there by their place in the package (PackageLocator), and log
     compiles to $FLEXMBS_COMPILE_LOG if set. Once per process."""
     if _CONFIGURED:
@@ -268,9 +352,10 @@ def configure_numba_cache() -> None:
     from numba.core import caching
 
     if "NUMBA_CACHE_DIR" not in os.environ:
-        path = str(writable_cache("numba", source_digest(Path(__file__).resolve().parent)))
+        path = str(kernel_cache(Path(__file__).resolve().parent))
         os.environ["NUMBA_CACHE_DIR"] = path
         numba.core.config.CACHE_DIR = path
+    _guard_cache_entries(caching)
     impl = caching.CacheImpl
     locator = _locator_class()
     impl._locator_classes = [locator, *impl._locator_classes]

@@ -7,7 +7,8 @@ How: the built FMU is run in a new process of this interpreter (fmpy, the FMU's 
 NUMBA_CPU_NAME=generic) through initialisation, a few steps with every solver method and every
 output read; its kernels are compiled into this user's cache (once per version of the sources:
 later builds load them), and a run that compiles nothing names the index files it loaded. Those
-and their object files travel, with a manifest of their digests.
+travel with every object file they name (one left behind would, on the receiving machine, name
+whatever that machine keeps under its name), with a manifest of their digests.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import tempfile
 from importlib.metadata import version
 from pathlib import Path
 
-from flexmbs._cache import source_digest, writable_cache
+from flexmbs._cache import kernel_cache
 from flexmbs.compiling import Compiling
 
 # [s] compiling the kernels of a first FMU from an empty cache (three methods, one route), wall
@@ -35,7 +36,6 @@ import json, shutil, sys
 import numba
 from fmpy import extract, read_model_description
 from fmpy.fmi2 import FMU2Slave
-from numba.core.registry import cpu_target
 
 path, out = sys.argv[1], sys.argv[2]
 md = read_model_description(path)
@@ -62,7 +62,6 @@ for method in ("rk4", "dopri5", "implicit"):
     fmu.terminate()
     fmu.freeInstance()
 shutil.rmtree(folder, ignore_errors=True)
-magic = cpu_target.target_context.codegen().magic_tuple()
 used, misses, functions = {}, 0, []
 for name, module in list(sys.modules.items()):
     if not name.startswith("flexmbs."):
@@ -74,8 +73,7 @@ for name, module in list(sys.modules.items()):
         if obj.stats.cache_hits:
             cache = obj._cache._cache_file
             index = cache._load_index()
-            used[cache._index_path] = sorted(v for k, v in index.items()
-                                             if k[0] in obj.stats.cache_hits and k[1] == magic)
+            used[cache._index_path] = sorted(set(index.values()))
             functions.append(f"{obj.py_func.__module__}.{obj.py_func.__qualname__}")
 json.dump({"used": used, "misses": misses, "functions": sorted(set(functions))}, open(out, "w"))
 """
@@ -119,7 +117,7 @@ def carry_kernels(fmu: Path, bundle_root: Path, route: str) -> tuple[dict, dict[
     compile notice's estimate is the one of the same route; 115-249 s measured). Returns the
     manifest (resources/kernels/manifest.json) and the files to carry by path relative to the
     cache's generic folder. Raises RuntimeError when the run fails or still compiles."""
-    base = writable_cache("numba", source_digest(bundle_root / "flexmbs"))
+    base = kernel_cache(bundle_root / "flexmbs")
     with tempfile.TemporaryDirectory(prefix="flexmbs_kernels_") as tmp:
         work, log = Path(tmp), Path(tmp) / "compiles.jsonl"
         # the run's output is captured, and its startup alone takes seconds: this process says
