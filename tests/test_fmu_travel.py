@@ -389,7 +389,7 @@ def test_the_machines_own_kernels_are_preferred_to_the_carried_ones(tmp_path) ->
     digest is refused."""
     import hashlib
 
-    from flexmbs.fmi.build import _chooser_source
+    from flexmbs.fmi.build import _MODULE, _chooser_source
 
     carried = tmp_path / "kernels"
     names = ["flexmbs/solvers/common.f_eval-49.py311.nbi", "flexmbs/solvers/common.f_eval-49.py311.1.nbc"]
@@ -400,10 +400,10 @@ def test_the_machines_own_kernels_are_preferred_to_the_carried_ones(tmp_path) ->
     manifest = {"python": here, "numba": version("numba"), "machine": __import__("platform").machine(),
                 "files": {n: hashlib.sha256(n.encode()).hexdigest() for n in names}, "index": names[:1],
                 "seconds": 10.0}
-    code = textwrap.dedent("""
-        import contextlib, hashlib, importlib.abc, importlib.metadata, importlib.util, json, logging, os, platform, re
-        import stat, sys, tempfile
-        from pathlib import Path
+    # the generated slave module's own imports, then what it runs before flexmbs is imported
+    header = [line for line in _MODULE.split("\nBUNDLE = ")[0].splitlines()
+              if line.startswith(("import ", "from ")) and "__future__" not in line]
+    code = "\n".join(header) + textwrap.dedent("""
         exec(open(sys.argv[1]).read())
         notice = ready_kernels(Path(sys.argv[2]), Path(sys.argv[3]), json.loads(sys.argv[4]))
         print(json.dumps([notice, os.environ.get("NUMBA_CPU_NAME"), "numba" in sys.modules]))
