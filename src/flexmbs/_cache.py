@@ -20,8 +20,8 @@ process (or an FMU instantiated again) starts without recompiling.
   a sweep, an FMU and its host share one cache.
 
 The functions `source_digest`, `private_folder`, `writable_cache`, `kernel_cache` and
-`kernel_lock` use the standard library only: the FMU's slave module carries a copy of their source and runs it before flexmbs can be
-imported.
+`kernel_lock` use the standard library only: the FMU's slave module carries a copy of their
+source and runs it before flexmbs can be imported.
 """
 
 from __future__ import annotations
