@@ -232,8 +232,9 @@ def _place_kernels(carried: Path, target: Path, files: dict) -> None:
     kernels: dict[str, list[str]] = {}   # index: its data files, then itself
     for rel in sorted(files, key=lambda rel: rel.endswith(".nbi")):
         kernels.setdefault(re.sub(r"\.\d+\.nbc$", ".nbi", rel), []).append(rel)
+    for folder in {Path(index).parent for index in kernels}:   # once each: it writes a probe file
+        private_folder(target, *folder.parts)
     for index, own in kernels.items():
-        private_folder(target, *Path(index).parent.parts)
         with kernel_lock(target / index):
             for rel in own:
                 _place_file(carried / rel, target / rel, files[rel])
