@@ -27,6 +27,7 @@ couple bodies outside the tree, and models with them use the composite route
 (system.uses_recursion).
 """
 
+import numpy as np
 
 from .body import body_terms, rigid_terms
 from .drives import MOTION, apply_prescribed, joint_forces
@@ -428,13 +429,11 @@ def _inertia_pass(S, W):
     motion-driven, then modes), U = IA H, the factor of D = H^T U + rotor inertia, K = D^-1 U^T
     (first 6 columns: the rest of P zdot_p + c is zero), D^-1 u; the articulated inertia and
     bias force go to the parent. False when a D is not positive definite."""
-    parent, nm, ev, ju, jnv, drive, uq, motor_J = S.parent, S.nm, S.ev, S.ju, S.jnv, S.drive, S.uq, S.motor_J
-    P, Sc, cc, IA, pA = W.ab_P, W.ab_S, W.ab_c, W.ab_IA, W.ab_pA
-    U, K, Du, col, nfree, njf = W.ab_U, W.ab_K, W.ab_Du, W.ab_col, W.ab_nf, W.ab_nj
-    D, L, x, Ia, fa, tau, Lb = W.ab_D, W.ab_L, W.ab_x, W.ab_Ia, W.ab_fa, W.ab_tau, W.ab_Lb
+    parent, nm, ev, ju, jnv, drive = S.parent, S.nm, S.ev, S.ju, S.jnv, S.drive
+    cc, IA, pA, U, K, Du = W.ab_c, W.ab_IA, W.ab_pA, W.ab_U, W.ab_K, W.ab_Du
+    col, nfree, njf, Ia, fa = W.ab_col, W.ab_nf, W.ab_nj, W.ab_Ia, W.ab_fa
     for b in range(S.nb - 1, -1, -1):
         n = nm[b]
-        m = 6 + n
         nf = 0
         for k in range(jnv[b]):
             c = ju[b] + k
@@ -447,49 +446,11 @@ def _inertia_pass(S, W):
             nf += 1
         nfree[b] = nf
         njf[b] = nj
-        for ia in range(nf):
-            if ia < nj:
-                k = col[b, ia] - ju[b]
-                for i in range(m):
-                    acc = 0.0
-                    for j in range(6):
-                        acc += IA[b, i, j] * Sc[b, j, k]
-                    U[b, i, ia] = acc
-            else:
-                for i in range(m):
-                    U[b, i, ia] = IA[b, i, 6 + ia - nj]
-        for ia in range(nf):
-            if ia < nj:
-                k = col[b, ia] - ju[b]
-                for ib in range(nf):
-                    acc = 0.0
-                    for j in range(6):
-                        acc += Sc[b, j, k] * U[b, j, ib]
-                    D[ia, ib] = acc
-                c = col[b, ia]
-                if uq[c] >= 0:
-                    D[ia, ia] += motor_J[c]
-                acc = tau[c]
-                for j in range(6):
-                    acc -= Sc[b, j, k] * pA[b, j]
-                x[ia] = acc
-            else:
-                for ib in range(nf):
-                    D[ia, ib] = U[b, 6 + ia - nj, ib]
-                x[ia] = -pA[b, 6 + ia - nj]
-        if not chol_factor_n(D, L, nf):
+        if n == 0 and nf == 1:
+            if not _rigid_pivot(S, W, b, col[b, 0]):
+                return False
+        elif not _pivot(S, W, b, nf, nj):
             return False
-        if Lb.shape[0] > 0:
-            for i in range(nf):
-                for j in range(i + 1):
-                    Lb[b, i, j] = L[i, j]
-        chol_solve_n(L, x, nf)
-        for ia in range(nf):
-            Du[b, ia] = x[ia]
-        for ia in range(nf):
-            for j in range(6):
-                K[b, ia, j] = U[b, j, ia]
-        chol_solve_columns(L, K[b], nf, 6)
         p = parent[b]
         if p < 0:
             continue
@@ -508,6 +469,94 @@ def _inertia_pass(S, W):
                 acc += U[b, i, ia] * Du[b, ia]
             fa[i] = acc
         _to_parent(W, b, p, nm[p])
+    return True
+
+
+@kernel
+def _rigid_pivot(S, W, b, c):
+    """Pass 2, a rigid body b with one free joint coordinate c: what _pivot computes for nf = 1,
+    with the same arithmetic, in straight-line code (the common case of a chain of hinges).
+    False when D is not positive."""
+    k = c - S.ju[b]
+    Sc, IA, pA, U, K, Du, Lb = W.ab_S, W.ab_IA, W.ab_pA, W.ab_U, W.ab_K, W.ab_Du, W.ab_Lb
+    for i in range(6):
+        acc = 0.0
+        for j in range(6):
+            acc += IA[b, i, j] * Sc[b, j, k]
+        U[b, i, 0] = acc
+    d = 0.0
+    for j in range(6):
+        d += Sc[b, j, k] * U[b, j, 0]
+    if S.uq[c] >= 0:
+        d += S.motor_J[c]
+    x = W.ab_tau[c]
+    for j in range(6):
+        x -= Sc[b, j, k] * pA[b, j]
+    if not d > 0.0:
+        return False
+    l = np.sqrt(d)
+    if Lb.shape[0] > 0:
+        Lb[b, 0, 0] = l
+    Du[b, 0] = x / l / l
+    for j in range(6):
+        K[b, 0, j] = U[b, j, 0] / l / l
+    return True
+
+
+@kernel
+def _pivot(S, W, b, nf, nj):
+    """Pass 2, body b with nf free columns of H (the first nj joint coordinates, W.ab_col[b]):
+    U = IA H, the factor of D = H^T U + rotor inertia (into W.ab_Lb[b] when loops need it),
+    W.ab_Du[b] = D^-1 u, W.ab_K[b] = D^-1 U^T (frame columns). False when D is not positive
+    definite."""
+    n = S.nm[b]
+    m = 6 + n
+    ju, uq, motor_J = S.ju, S.uq, S.motor_J
+    Sc, IA, pA, U, K, Du, col = W.ab_S, W.ab_IA, W.ab_pA, W.ab_U, W.ab_K, W.ab_Du, W.ab_col
+    D, L, x, tau, Lb = W.ab_D, W.ab_L, W.ab_x, W.ab_tau, W.ab_Lb
+    for ia in range(nf):
+        if ia < nj:
+            k = col[b, ia] - ju[b]
+            for i in range(m):
+                acc = 0.0
+                for j in range(6):
+                    acc += IA[b, i, j] * Sc[b, j, k]
+                U[b, i, ia] = acc
+        else:
+            for i in range(m):
+                U[b, i, ia] = IA[b, i, 6 + ia - nj]
+    for ia in range(nf):
+        if ia < nj:
+            k = col[b, ia] - ju[b]
+            for ib in range(nf):
+                acc = 0.0
+                for j in range(6):
+                    acc += Sc[b, j, k] * U[b, j, ib]
+                D[ia, ib] = acc
+            c = col[b, ia]
+            if uq[c] >= 0:
+                D[ia, ia] += motor_J[c]
+            acc = tau[c]
+            for j in range(6):
+                acc -= Sc[b, j, k] * pA[b, j]
+            x[ia] = acc
+        else:
+            for ib in range(nf):
+                D[ia, ib] = U[b, 6 + ia - nj, ib]
+            x[ia] = -pA[b, 6 + ia - nj]
+    if not chol_factor_n(D, L, nf):
+        return False
+    if Lb.shape[0] > 0:
+        for i in range(nf):
+            for j in range(i + 1):
+                Lb[b, i, j] = L[i, j]
+    chol_solve_n(L, x, nf)
+    for ia in range(nf):
+        Du[b, ia] = x[ia]
+    for ia in range(nf):
+        for j in range(6):
+            K[b, ia, j] = U[b, j, ia]
+    chol_solve_columns(L, K[b], nf, 6)
     return True
 
 
