@@ -13,7 +13,9 @@ on what the stages before it left, as it does inside the right-hand side (a stag
 run on its own output, and pass 2 on an inertia that grows call after call). The last line is
 the whole right-hand side (solvers.common.f_eval) for comparison. The state is copied into the
 workspace once, by a first f_eval, not at every call as f_eval does (dynamics.rhs), and the
-loop reads the workspace's arrays once: the sum of the stages can be a little below f_eval. Rounds are interleaved over the prefixes; a stage's cost
+loop reads the workspace's arrays once. numba inlines the stages of pass 1 (kernel(inline=True)),
+so each prefix is optimised on its own, less well than f_eval: the sum of the stages can exceed
+f_eval by 20-40 %, and a stage's share is a guide, not an exact split. Rounds are interleaved over the prefixes; a stage's cost
 is the difference of the best rounds of its two prefixes (CPU time), with the median of the
 rounds' differences in brackets, and its share of the sum of the stages. On a loaded machine a
 small stage's difference can come out negative: run more rounds.

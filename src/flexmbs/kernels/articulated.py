@@ -101,7 +101,7 @@ def _kinematics_pass(S, W, q, u, udot):
         _own_inertia(S, W, i)
 
 
-@kernel
+@kernel(inline=True)
 def _parent_motion(S, W, i, q, u):
     """Pass 1, body i: its parent's motion in the parent's axes (ab_V3 rows _VP, _WP, _AP, _ALP)
     and the parent marker's elastic position, rotation and motion (_S, _SD, _WR, _SB, _WB;
@@ -141,7 +141,7 @@ def _parent_motion(S, W, i, q, u):
                 RM[j, l] = mk_R0[k, j, l]
 
 
-@kernel
+@kernel(inline=True)
 def _joint_motion(S, W, i, q, u):
     """Pass 1, body i: its joint's pose, motion subspaces (W.ab_Sv, W.ab_Sw) and their rates in
     the parent's axes (_TV, _TW, _PW, _CW, _WREL, _VREL), and the rotations W.ab_Rc (joint's
@@ -178,7 +178,7 @@ def _joint_motion(S, W, i, q, u):
             E[j, l] = Rc[j, 0] * RM[l, 0] + Rc[j, 1] * RM[l, 1] + Rc[j, 2] * RM[l, 2]
 
 
-@kernel
+@kernel(inline=True)
 def _child_motion(S, W, i):
     """Pass 1, body i: the motion of its parent marker, child marker and origin composed in the
     parent's axes, then its velocity W.ab_Vb[i] and velocity-product acceleration W.ab_cb[i] in
@@ -232,7 +232,7 @@ def _child_motion(S, W, i):
     cb[i, 2] -= wb[0] * vb[1] - wb[1] * vb[0]
 
 
-@kernel
+@kernel(inline=True)
 def _world_motion(S, W, i):
     """Pass 1, body i: its world pose and motion W.A, W.r, W.v, W.w, W.a, W.al (for the loads)."""
     p = S.parent[i]
@@ -260,7 +260,7 @@ def _world_motion(S, W, i):
         w[i, j] = A[i, j, 0] * wb[0] + A[i, j, 1] * wb[1] + A[i, j, 2] * wb[2]
 
 
-@kernel
+@kernel(inline=True)
 def _tree_terms(S, W, i, q, u, udot):
     """Pass 1, body i: its joint's motion subspace in its axes W.ab_S[i], its modal state, gravity
     in its axes, and the tree terms W.ab_P[i] (from the parent's extended velocity) and
@@ -290,11 +290,9 @@ def _tree_terms(S, W, i, q, u, udot):
         gb[j] = A[i, 0, j] * gravity[0] + A[i, 1, j] * gravity[1] + A[i, 2, j] * gravity[2]
     if p >= 0:
         _parent_map(i, P, E, V, W, mk_Psi, k, nm[p])
+        m = _map_motion(P, W.ab_rp, i, cb, p, 0)    # cb holds frame rows only
         for j in range(6):
-            acc = cb[i, j]
-            for kk in range(6):
-                acc -= P[i, j, kk] * cb[p, kk]
-            cc[i, j] = acc
+            cc[i, j] = cb[i, j] - m[j]
     else:
         for j in range(6):
             cc[i, j] = cb[i, j]
@@ -306,7 +304,7 @@ def _tree_terms(S, W, i, q, u, udot):
                 cc[i, j] += Sc[i, j, kk] * udot[c]
 
 
-@kernel
+@kernel(inline=True)
 def _own_inertia(S, W, i):
     """Pass 1, body i: its own inertia W.ab_IA[i] and bias force W.ab_pA[i] (velocity-product
     and elastic forces less gravity)."""
@@ -329,7 +327,7 @@ def _own_inertia(S, W, i):
         pA[i, 6 + j] += acc
 
 
-@kernel
+@kernel(inline=True)
 def _parent_map(i, P, E, V, W, Psi, k, n_p):
     """P[i] (6 x (6 + n_p)): child frame velocity from the parent's extended velocity. With
     rp = s + pw + dp (parent origin to child origin, parent axes) and rq = rp - s:
@@ -368,6 +366,34 @@ def _parent_map(i, P, E, V, W, Psi, k, n_p):
         for j in range(3):
             P[i, j, 6 + jm] = E[j, 0] * x0 + E[j, 1] * x1 + E[j, 2] * x2
             P[i, 3 + j, 6 + jm] = E[j, 0] * t0 + E[j, 1] * t1 + E[j, 2] * t2
+
+
+@kernel(inline=True)
+def _map_motion(P, rp, i, z, p, n_p):
+    """P[i] z[p] (6 values, i's axes) for a motion z[p] = [v; w; modal rates] of i's parent p
+    (n_p modes, p's axes): the frame columns by their structure, [E (v + w x rp); E w] with
+    E = P[i, :3, :3] and rp = rp[i] (24 multiplications where the dense 6 x 6 block takes 36),
+    the modal columns dense."""
+    r0, r1, r2 = rp[i, 0], rp[i, 1], rp[i, 2]
+    w0, w1, w2 = z[p, 3], z[p, 4], z[p, 5]
+    v0 = z[p, 0] + w1 * r2 - w2 * r1
+    v1 = z[p, 1] + w2 * r0 - w0 * r2
+    v2 = z[p, 2] + w0 * r1 - w1 * r0
+    o0 = P[i, 0, 0] * v0 + P[i, 0, 1] * v1 + P[i, 0, 2] * v2
+    o1 = P[i, 1, 0] * v0 + P[i, 1, 1] * v1 + P[i, 1, 2] * v2
+    o2 = P[i, 2, 0] * v0 + P[i, 2, 1] * v1 + P[i, 2, 2] * v2
+    o3 = P[i, 0, 0] * w0 + P[i, 0, 1] * w1 + P[i, 0, 2] * w2
+    o4 = P[i, 1, 0] * w0 + P[i, 1, 1] * w1 + P[i, 1, 2] * w2
+    o5 = P[i, 2, 0] * w0 + P[i, 2, 1] * w1 + P[i, 2, 2] * w2
+    for jm in range(n_p):
+        e = z[p, 6 + jm]
+        o0 += P[i, 0, 6 + jm] * e
+        o1 += P[i, 1, 6 + jm] * e
+        o2 += P[i, 2, 6 + jm] * e
+        o3 += P[i, 3, 6 + jm] * e
+        o4 += P[i, 4, 6 + jm] * e
+        o5 += P[i, 5, 6 + jm] * e
+    return o0, o1, o2, o3, o4, o5
 
 
 @kernel
@@ -456,11 +482,12 @@ def _inertia_pass(S, W):
             continue
         # articulated inertia and bias force seen through the joint (6 x 6, frame rows only)
         for i in range(6):
-            for j in range(6):
+            for j in range(i, 6):   # symmetric: IA - U D^-1 U^T
                 acc = IA[b, i, j]
                 for ia in range(nf):
                     acc -= U[b, i, ia] * K[b, ia, j]
                 Ia[i, j] = acc
+                Ia[j, i] = acc
         for i in range(6):
             acc = pA[b, i]
             for j in range(6):
@@ -475,7 +502,7 @@ def _inertia_pass(S, W):
 @kernel
 def _rigid_pivot(S, W, b, c):
     """Pass 2, a rigid body b with one free joint coordinate c: what _pivot computes for nf = 1,
-    with the same arithmetic, in straight-line code (the common case of a chain of hinges).
+    in straight-line code (the common case of a chain of hinges).
     False when D is not positive."""
     k = c - S.ju[b]
     Sc, IA, pA, U, K, Du, Lb = W.ab_S, W.ab_IA, W.ab_pA, W.ab_U, W.ab_K, W.ab_Du, W.ab_Lb
@@ -494,12 +521,12 @@ def _rigid_pivot(S, W, b, c):
         x -= Sc[b, j, k] * pA[b, j]
     if not d > 0.0:
         return False
-    l = np.sqrt(d)
     if Lb.shape[0] > 0:
-        Lb[b, 0, 0] = l
-    Du[b, 0] = x / l / l
+        Lb[b, 0, 0] = np.sqrt(d)
+    dinv = 1.0 / d
+    Du[b, 0] = x * dinv
     for j in range(6):
-        K[b, 0, j] = U[b, j, 0] / l / l
+        K[b, 0, j] = U[b, j, 0] * dinv
     return True
 
 
@@ -644,7 +671,7 @@ def _to_parent(W, b, p, n_p):
         pA[p, 6 + j] += acc
 
 
-@kernel
+@kernel(inline=True)
 def _frame_force(P, b, r0, r1, r2, f0, f1, f2, f3, f4, f5):
     """The frame rows of P^T f for a 6-vector f = [f_v; f_w] in b's axes (P = W.ab_P, rp =
     (r0, r1, r2)): [E^T f_v; E^T f_w + rp x E^T f_v], a force and moment moved to p's origin."""
@@ -669,12 +696,13 @@ def _acceleration_pass(S, W, udot):
     for b in range(S.nb):
         p = parent[b]
         m = 6 + nm[b]
-        for i in range(6):
-            acc = cc[b, i]
-            if p >= 0:
-                for j in range(6 + nm[p]):
-                    acc += P[b, i, j] * zd[p, j]
-            a6[i] = acc
+        if p >= 0:
+            mp = _map_motion(P, W.ab_rp, b, zd, p, nm[p])
+            for i in range(6):
+                a6[i] = cc[b, i] + mp[i]
+        else:
+            for i in range(6):
+                a6[i] = cc[b, i]
         nf = nfree[b]
         nj = njf[b]
         for ia in range(nf):

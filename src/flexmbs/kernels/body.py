@@ -75,7 +75,7 @@ def _quad_n(G, kh, x, y, n):
     return s
 
 
-@kernel
+@kernel(inline=True)
 def body_terms(S, W, b, eta, etad, vb, wb, gb, Mb, hb, Fb):
     """Fill Mb (6+n)^2, hb (velocity-product force) and Fb (gravity force), body b, body axes.
 
@@ -108,7 +108,7 @@ def body_terms(S, W, b, eta, etad, vb, wb, gb, Mb, hb, Fb):
     constant_terms(S.Mc, b, n, vb, wb, etad, gb, Mb, hb, Fb)
 
 
-@kernel
+@kernel(inline=True)
 def rigid_terms(Mc, b, vb, wb, gb, Mb, hb, Fb):
     """body_terms of a rigid body b (6 x 6, its constant Mc[b] only), for callers that hold
     the System's Mc already (no struct field read per body)."""
@@ -120,7 +120,7 @@ def rigid_terms(Mc, b, vb, wb, gb, Mb, hb, Fb):
     constant_terms(Mc, b, 0, vb, wb, vb, gb, Mb, hb, Fb)
 
 
-@kernel
+@kernel(inline=True)
 def constant_terms(Mc, b, n, vb, wb, etad, gb, Mb, hb, Fb):
     """Add the constant part Mc[b] of body b with n modes: Mc to Mb, its momenta's gyroscopic
     terms [w x p_v; w x p_w + v x p_v], p = Mc z, to hb, and the gravity of its mass and first
@@ -203,7 +203,7 @@ def _point_terms(S, W, b, n, eta, etad, wb, gb, Mb, hb, Fb):
         _add_point(Mb, hb, Fb, mq, r, D, a, gb, n)
 
 
-@kernel
+@kernel(inline=True)
 def _moment_terms(S, W, b, n, eta, etad, w, g, Mb, hb, Fb):
     """The sums of _point_terms from the moments of body b's points (SYSTEM_FIELDS iv_*), exact:
     with r_q = rho_q + e_x c_q, rho_q = s_q + P_q eta, c_q = -1/2 eta^T H_q eta and
@@ -232,7 +232,7 @@ def _moment_terms(S, W, b, n, eta, etad, w, g, Mb, hb, Fb):
         Fb[6 + j] += Mb[0, 6 + j] * g[0] + Mb[1, 6 + j] * g[1] + Mb[2, 6 + j] * g[2]
 
 
-@kernel
+@kernel(inline=True)
 def _moment_contractions(S, W, kv, kh, n, eta, etad):
     """W.b_Ce, W.b_Cd: iv_C contracted with eta and etad; with foreshortening (kh >= 0) also
     W.b_g = G eta and the contractions W.b_W1, W.b_V, W.b_W2, W.b_W3 of the H moments with eta.
@@ -285,7 +285,7 @@ def _moment_contractions(S, W, kv, kh, n, eta, etad):
     return e, ed
 
 
-@kernel
+@kernel(inline=True)
 def _moment_inertia(S, W, kv, kh, n, eta, e):
     """The body's first moment W.b_x = S(eta) [kg m], inertia tensor W.b_J [kg m^2] and
     W.b_B[k, l, j] = sum m r_k D_lj, from the moments and their contractions (e: sum m eta^T H eta)."""
@@ -348,7 +348,7 @@ def _moment_inertia(S, W, kv, kh, n, eta, e):
             B[0, 0, j] += 0.5 * acc
 
 
-@kernel
+@kernel(inline=True)
 def _moment_mass_matrix(S, W, kv, kh, n, m, Mb):
     """Add the points' mass matrix to Mb (m: their mass [kg])."""
     iv_Sb, iv_Me = S.iv_Sb, S.iv_Me
@@ -383,7 +383,7 @@ def _moment_mass_matrix(S, W, kv, kh, n, m, Mb):
             Mb[6 + j, k] = Mb[k, 6 + j]
 
 
-@kernel
+@kernel(inline=True)
 def _moment_velocity_terms(S, W, kh, n, etad, w, ed, Mb, hb):
     """Add the points' velocity-product force to hb (ed: sum m etad^T H etad), from their mass
     matrix Mb and the moments."""

@@ -18,7 +18,7 @@ CODE_OF = {"fixed": FIXED, "revolute": REVOLUTE, "prismatic": PRISMATIC, "cylind
            "universal": UNIVERSAL, "spherical": SPHERICAL, "planar": PLANAR, "free": FREE}
 
 
-@kernel
+@kernel(inline=True)
 def joint_kinematics(jt, axes1, axes2, i, q, kq, u, ku, p, R, Sv, Sw, cw, R1, R2, b):
     """Fill p (3), R (3x3), Sv, Sw (3 x nv, zeroed by caller), cw (3) for the joint of body i:
     axes axes1[i], axes2[i] (unit, in P), coordinates q[kq:], rates u[ku:] (read by offset, so

@@ -98,7 +98,7 @@ def chol_factor(M, L):
     return chol_factor_n(M, L, M.shape[0])
 
 
-@kernel
+@kernel(inline=True)
 def chol_factor_n(M, L, n):
     """Cholesky factor L[:n, :n] of the leading n x n block of a symmetric M (False if that
     block is not positive definite); scratch arrays larger than n stay untouched beyond it."""
@@ -123,25 +123,28 @@ def chol_solve(L, b):
     chol_solve_n(L, b, L.shape[0])
 
 
-@kernel
+@kernel(inline=True)
 def chol_solve_columns(L, X, n, m):
     """Solve (L L^T) Y = X[:n, :m] in place (X[:n, :m] <- Y) with the leading n x n factor of L:
-    m right-hand sides in one sweep, each with the arithmetic of chol_solve_n."""
+    m right-hand sides in one sweep, as chol_solve_n but multiplying by each pivot's reciprocal
+    (one division per row, not one per right-hand side)."""
     for i in range(n):
+        r = 1.0 / L[i, i]
         for c in range(m):
             s = X[i, c]
             for k in range(i):
                 s -= L[i, k] * X[k, c]
-            X[i, c] = s / L[i, i]
+            X[i, c] = s * r
     for i in range(n - 1, -1, -1):
+        r = 1.0 / L[i, i]
         for c in range(m):
             s = X[i, c]
             for k in range(i + 1, n):
                 s -= L[k, i] * X[k, c]
-            X[i, c] = s / L[i, i]
+            X[i, c] = s * r
 
 
-@kernel
+@kernel(inline=True)
 def chol_solve_n(L, b, n):
     """Solve (L L^T) x = b[:n] in place with the leading n x n factor of L."""
     for i in range(n):

@@ -33,9 +33,16 @@ class _Kernel(CPUDispatcher):
                                          {k: types.unliteral(v) for k, v in kws.items()})
 
 
-def kernel(fn):
-    """njit(**KERNEL) with calls typed on plain types (_Kernel)."""
+def kernel(fn=None, *, inline: bool = False):
+    """njit(**KERNEL) with calls typed on plain types (_Kernel). inline=True: numba inlines the
+    function into every caller (numba's inline='always'), for a kernel that takes many arrays:
+    a call passes every field of every array argument (nine values for a 2-D array), which can
+    cost more than the body does."""
+    if fn is None:
+        return lambda f: kernel(f, inline=inline)
     options = {k: v for k, v in KERNEL.items() if k != "cache"}
+    if inline:
+        options["inline"] = "always"
     dispatcher = _Kernel(py_func=fn, locals={}, targetoptions={**options, "nopython": True})
     dispatcher.enable_caching()
     return dispatcher
