@@ -150,6 +150,31 @@ def test_rk4_warns_past_its_stability_bound():
     assert np.isfinite(r["j.q"]).all()
 
 
+def test_rk4_failure_keeps_every_sample_before_it():
+    """Undamped oscillator omega = 200 rad/s stepped at 1.5x RK4's bound: each step multiplies
+    the mode's amplitude sqrt(q^2 + (qdot/omega)^2) by |R(i h omega)| exactly (R the RK4
+    polynomial; ~10 here) until the state overflows. The SolverError's partial result holds every
+    sample before the failure, each at |R|^(steps so far) of the initial amplitude."""
+    omega = 200.0
+    model = joint_oscillator(1.0, omega ** 2, 0.0)
+    step, dt = 1.5 * 2 * np.sqrt(2) / omega, 0.5
+    n = int(np.ceil(dt / step))       # rk4 takes n equal steps per sample interval
+    z = 1j * omega * dt / n
+    gain = abs(1 + z + z ** 2 / 2 + z ** 3 / 6 + z ** 4 / 24) ** n
+    with pytest.warns(StabilityWarning), pytest.raises(flexmbs.SolverError) as failure:
+        simulate(model, 20.0, method="rk4", step=step, output_step=dt)
+    part = failure.value.partial
+    k = np.arange(part.time.size)
+    assert 3 <= k.size < 40 and np.allclose(part.time, k * dt)
+    amplitude = np.hypot(part["j.q"], part["j.qd"] / omega)
+    assert np.allclose(amplitude, gain ** k, rtol=1e-9, atol=0.0)
+    assert failure.value.time == pytest.approx(part.time[-1] + dt)   # it failed in the next interval
+    # ... the one in which the amplitude passes 4.5e303, where the spring force omega^2 q
+    # overflows, or at the latest 1.8e308, the largest float: no sample the run reached is missing
+    digits = np.log10(gain)
+    assert digits * (k.size - 1) < 303.6 and digits * k.size > 308.3
+
+
 def test_rk4_bound_includes_damping():
     """A damped mode (zeta = 0.5) is bounded where |R(h lambda)| = 1 on the ray of lambda,
     found here by bisection on the stability polynomial independently of the sampled search."""

@@ -260,8 +260,14 @@ def simulate(model: Union[Model, System], t_end: float, *, method: Optional[str]
                     jacobians=stepper.njacobians, factorizations=stepper.nfactorizations,
                     wall_time=_time.perf_counter() - wall, compile_time=compile_time)
 
+    k = 1
     try:
-        for k in range(1, t.size):
+        if stepper.samples_at_once and not callable(inputs) and bar is None:
+            U[1:] = U[0]
+            k, error = stepper.advance_samples(t, X, U[0])
+            if error is not None:
+                raise error
+        for k in range(k, t.size):
             stepper.advance(t[k - 1], x, t[k], U[k - 1])
             X[k] = x
             U[k, :len(system.inputs)] = _input_vector(system, inputs, t[k])

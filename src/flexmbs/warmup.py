@@ -33,6 +33,8 @@ def prepare(system: System, settings: Settings, x: np.ndarray, inputs: np.ndarra
         with warnings.catch_warnings():   # RK4's stability check warns in the run itself
             warnings.simplefilter("ignore", StabilityWarning)
             stepper.advance(t, x.copy(), t, inputs)
+            if stepper.samples_at_once:     # simulate's path for such runs (Stepper.advance_samples)
+                stepper.advance_samples(np.array([t, t]), np.tile(x, (2, 1)), inputs)
         y = np.zeros((1, output_width(system)))
         Evaluator(system, stepper.W).evaluate(np.array([t]), x[None, :].copy(), inputs[None, :], y)
     return compiling.seconds

@@ -50,6 +50,22 @@ def rk4_advance(S, W, t, x, t_end, h, inputs, K, xs):
     return OK, n
 
 
+@njit(**JIT)
+def rk4_samples(S, W, t, X, h, inputs, K, xs, x):
+    """rk4_advance through the sample times t [s] from the state X[0], each sample's state into
+    X[k]; x (nx) is scratch. Returns (status, samples filled, steps): on failure X[:filled] hold
+    the samples reached."""
+    x[:] = X[0]
+    steps = 0
+    for k in range(1, t.size):
+        st, n = rk4_advance(S, W, t[k - 1], x, t[k], h, inputs, K, xs)
+        steps += n
+        if st != OK:
+            return st, k, steps
+        X[k, :] = x
+    return OK, t.size, steps
+
+
 # Dense output of Dormand-Prince (Hairer, Norsett & Wanner, Solving ODEs I, 2nd ed., Springer
 # 1993, Sec. II.6, the continuous extension of order 4 as their code DOPRI5 writes it, CONTD5)
 _D = np.array([-12715105075 / 11282082432, 0.0, 87487479700 / 32700410799, -10690763975 / 1880347072,
