@@ -10,6 +10,7 @@ import pytest
 import flexmbs
 from flexmbs.model.loader import model_from_dict
 from flexmbs.simulate import simulate
+from flexmbs.solvers import stepper as stepper_module
 from flexmbs.solvers.stepper import Settings, StabilityWarning, Stepper
 from flexmbs.compile import compile_model
 
@@ -173,6 +174,26 @@ def test_rk4_failure_keeps_every_sample_before_it():
     # overflows, or at the latest 1.8e308, the largest float: no sample the run reached is missing
     digits = np.log10(gain)
     assert digits * (k.size - 1) < 303.6 and digits * k.size > 308.3
+
+
+def test_rk4_samples_follow_the_rk4_map_across_blocks(monkeypatch):
+    """simulate integrates RK4 through its samples in blocks of stepper.SAMPLE_BLOCK steps (set
+    to 500 here: 10 blocks). On the undamped oscillator RK4 is the linear map P(hA) = I + hA +
+    (hA)^2/2 + (hA)^3/6 + (hA)^4/24 per step, so sample k is P(hA)^(10 k) [q0; 0] exactly up to
+    round-off: every sample, on both sides of every block boundary."""
+    monkeypatch.setattr(stepper_module, "SAMPLE_BLOCK", 500)
+    omega, h, dt = 200.0, 1e-3, 1e-2
+    r = simulate(joint_oscillator(1.0, omega ** 2, 0.0), 5.0, method="rk4", step=h, output_step=dt)
+    Z = h * np.array([[0.0, 1.0], [-omega ** 2, 0.0]])
+    P = np.eye(2) + Z + Z @ Z / 2 + Z @ Z @ Z / 6 + Z @ Z @ Z @ Z / 24
+    y, expected = np.array([1.0, 0.0]), []
+    for _ in range(r.time.size):
+        expected.append(y)
+        y = np.linalg.matrix_power(P, 10) @ y
+    expected = np.array(expected)
+    assert r.stats["steps"] == 5000
+    assert np.allclose(r["j.q"], expected[:, 0], rtol=0.0, atol=1e-10)
+    assert np.allclose(r["j.qd"], expected[:, 1], rtol=0.0, atol=200 * 1e-10)
 
 
 def test_rk4_bound_includes_damping():

@@ -248,7 +248,9 @@ def simulate(model: Union[Model, System], t_end: float, *, method: Optional[str]
     U = np.zeros((t.size, max(1, len(system.inputs))))
     X[0] = x
     U[0, :len(system.inputs)] = _input_vector(system, inputs, 0.0)
-    compile_time = prepare(system, settings, x, U[0], 0.0, progress)
+    # the samples at once in numba (no Python between them) when nothing needs a call per sample
+    at_once = stepper.samples_at_once and not callable(inputs) and not progress and t.size > 1
+    compile_time = prepare(system, settings, x, U[0], 0.0, progress, samples=at_once)
     bar = None
     if progress:
         from tqdm import tqdm
@@ -262,7 +264,7 @@ def simulate(model: Union[Model, System], t_end: float, *, method: Optional[str]
 
     k = 1
     try:
-        if stepper.samples_at_once and not callable(inputs) and bar is None:
+        if at_once:
             U[1:] = U[0]
             k, error = stepper.advance_samples(t, X, U[0])
             if error is not None:

@@ -22,10 +22,12 @@ from .system import System
 
 
 def prepare(system: System, settings: Settings, x: np.ndarray, inputs: np.ndarray, t: float = 0.0,
-            progress: bool = False) -> float:
+            progress: bool = False, samples: bool = False) -> float:
     """Compile or load every kernel a run of `system` with `settings` calls (the integrator
     entered for a zero-length step, the outputs evaluated once), on throwaway copies: nothing of
-    the caller's changes. Returns the seconds it took (compiling, when above compiling.NOTICE_AFTER)."""
+    the caller's changes; samples: the run integrates through its samples at once
+    (Stepper.advance_samples). Returns the seconds it took (compiling, when above
+    compiling.NOTICE_AFTER)."""
     route = route_of(system.arrays)   # what compiles: kernels/structs.ROUTES
     with Compiling(f"{settings.method} {route}", f"the {settings.method} method on the {route} route",
                    progress) as compiling:
@@ -33,7 +35,7 @@ def prepare(system: System, settings: Settings, x: np.ndarray, inputs: np.ndarra
         with warnings.catch_warnings():   # RK4's stability check warns in the run itself
             warnings.simplefilter("ignore", StabilityWarning)
             stepper.advance(t, x.copy(), t, inputs)
-            if stepper.samples_at_once:     # simulate's path for such runs (Stepper.advance_samples)
+            if samples:
                 stepper.advance_samples(np.array([t, t]), np.tile(x, (2, 1)), inputs)
         y = np.zeros((1, output_width(system)))
         Evaluator(system, stepper.W).evaluate(np.array([t]), x[None, :].copy(), inputs[None, :], y)

@@ -109,6 +109,10 @@ def _check_arrays(data: object, shapes: dict, what: str, optional: tuple = ()) -
             raise ValueError(f"{what}: {key} is not a finite array of shape {shape}; nothing was applied")
 
 
+# RK4 steps per numba call of Stepper.advance_samples (about 10-100 ms of a small model's run)
+SAMPLE_BLOCK = 20000
+
+
 @dataclass
 class Settings:
     """method: rk4 | dopri5 | implicit; step: RK4 step / initial step [s]; rtol; atol: None ->
@@ -389,18 +393,24 @@ class Stepper:
 
     def advance_samples(self, t: np.ndarray, X: np.ndarray, inputs: np.ndarray) -> tuple[int, SolverError | None]:
         """Integrate from X[0] through the sample times t [s] with constant inputs, each
-        sample's state into X[k], in one numba call: with `advance` per sample the Python
-        around each call (8 us) was a fifth of a double pendulum's run at 10 ms samples.
-        Returns the samples filled and, when the run failed after them, the SolverError."""
+        sample's state into X[k], in numba calls of up to SAMPLE_BLOCK steps: with `advance`
+        per sample the Python around each call (8 us) was a fifth of a double pendulum's run at
+        10 ms samples, and between blocks Python can raise a KeyboardInterrupt (numba code
+        does not). Returns the samples filled and, when the run failed after them, the
+        SolverError."""
         if self.stability_bound is None:
             self.stability_bound = self.check_stability(t[0], X[0], inputs)
-        status, filled, n = rk4_samples(self.system.ref, self.W, t, X, self.settings.step, inputs, self.K, self.xs,
-                                        self.err)
-        self.nsteps += n
-        if status == OK:
-            return filled, None
-        rk4 = (self.settings.step, self.stability_bound, self.stability_hz)
-        return filled, SolverError(status, t[filled], likely_cause(self.system, status, rk4))
+        per_sample = max(1.0, (t[-1] - t[0]) / max(1, t.size - 1) / self.settings.step)
+        block = max(1, int(SAMPLE_BLOCK / per_sample))
+        for start in range(0, t.size - 1, block):
+            end = min(start + block, t.size - 1)
+            status, filled, n = rk4_samples(self.system.ref, self.W, t[start:end + 1], X[start:end + 1],
+                                            self.settings.step, inputs, self.K, self.xs, self.err)
+            self.nsteps += n
+            if status != OK:
+                rk4 = (self.settings.step, self.stability_bound, self.stability_hz)
+                return start + filled, SolverError(status, t[start + filled], likely_cause(self.system, status, rk4))
+        return t.size, None
 
     def advance(self, t: float, x: np.ndarray, t_end: float, inputs: np.ndarray) -> None:
         """Integrate x in place from t to t_end [s] with constant inputs. Raises SolverError;
