@@ -408,9 +408,14 @@ class Stepper:
                                             self.settings.step, inputs, self.K, self.xs, self.err)
             self.nsteps += n
             if status != OK:
-                rk4 = (self.settings.step, self.stability_bound, self.stability_hz)
-                return start + filled, SolverError(status, t[start + filled], likely_cause(self.system, status, rk4))
+                return start + filled, self._failure(status, t[start + filled])
         return t.size, None
+
+    def _failure(self, status: int, t_end: float) -> SolverError:
+        """The SolverError of a step that failed with `status` before t_end [s], naming its
+        likely cause (for RK4 with the step against its stability bound)."""
+        rk4 = (self.settings.step, self.stability_bound, self.stability_hz) if self.code == RK4 else None
+        return SolverError(status, t_end, likely_cause(self.system, status, rk4))
 
     def advance(self, t: float, x: np.ndarray, t_end: float, inputs: np.ndarray) -> None:
         """Integrate x in place from t to t_end [s] with constant inputs. Raises SolverError;
@@ -434,8 +439,7 @@ class Stepper:
             self.nsteps += n
             self.nrejected += r
         if status != OK:
-            rk4 = (st.step, self.stability_bound, self.stability_hz) if self.code == RK4 else None
-            raise SolverError(status, t_end, likely_cause(self.system, status, rk4))
+            raise self._failure(status, t_end)
         if self.loops is not None:
             # the index-1 equations drift off g = 0: project positions, then velocities
             q, u = x[:self.system.nq], x[self.system.nq:self.system.nq + self.system.nv]
