@@ -78,3 +78,32 @@ def test_reading_outputs_between_steps_leaves_the_run_as_it_was(method) -> None:
         return p.save()
 
     assert run(read=True) == run(read=False)
+
+
+def test_the_effort_estimate_is_made_once_per_parameter_set(monkeypatch) -> None:
+    """A step beyond the budget is refused on an estimate of its internal steps (step_rate:
+    dopri5's stability bound from the highest kept mode), which depends on the model and the
+    solver settings only: it is made when they are applied, not at every communication step
+    (it took 5 us of a 47 us step of Huang's arm); a state restored with other settings makes
+    it anew, and the budget still refuses a step of 1e6 s."""
+    import flexmbs_fmu.plant as plant_module
+    from flexmbs.model import load_model
+    from flexmbs.model.catalog import shipped_models
+    from flexmbs_fmu.base import StepRefused
+    from flexmbs_fmu.plant import Plant
+
+    calls = []
+    real = plant_module.step_rate
+    monkeypatch.setattr(plant_module, "step_rate", lambda *args: calls.append(args[1].rtol) or real(*args))
+    model = load_model(shipped_models()["huang_two_link"])
+    p, other = Plant(model), Plant(model)
+    p.initialize(0.0)
+    for k in range(20):
+        p.step(k * 1e-3, 1e-3)
+    assert len(calls) == 1
+    other.set_parameter("solver.rtol", 1e-5)
+    other.initialize(0.0)
+    p.restore(other.save())
+    assert calls[-1] == 1e-5 and len(calls) == 3
+    with pytest.raises(StepRefused, match="internal steps"):
+        p.step(0.0, 1e6)

@@ -272,11 +272,13 @@ class GuardedSlave(Fmi2Slave):
 
     # ---------------------------------------------------------------- guarded FMI entry points
 
-    def _guard(self, what: str, fn: Callable[[], Any], fallback: Any = None) -> Any:
+    def _guard(self, what: str | Callable[[], str], fn: Callable[..., Any], fallback: Any = None, *args: Any) -> Any:
+        """fn(*args), or `fallback` with the exception logged as what failed (`what`: its text,
+        or a function that makes it, for calls at every step that should not format one)."""
         try:
-            return fn()
+            return fn(*args)
         except Exception as err:  # noqa: BLE001 - nothing may escape into the FMI layer
-            self.report(f"{what} failed: {type(err).__name__}: {err}")
+            self.report(f"{what() if callable(what) else what} failed: {type(err).__name__}: {err}")
             return fallback
 
     def exit_initialization_mode(self) -> None:
@@ -289,8 +291,8 @@ class GuardedSlave(Fmi2Slave):
         self._guard("terminate", super().terminate)
 
     def do_step(self, current_time: float, step_size: float) -> bool:
-        return bool(self._guard(f"the step from t = {current_time:.9g} s",
-                                lambda: self.step(current_time, step_size), False))
+        return bool(self._guard(lambda: f"the step from t = {current_time:.9g} s", self.step, False,
+                                current_time, step_size))
 
     def _getter(self, kind: str, base: Callable, vrs: list[int], default: Any) -> list:
         try:
