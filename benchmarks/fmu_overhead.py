@@ -8,7 +8,7 @@ a C host (tests/c_host.c, compiled here).
 Model: Huang's flexible two-link arm with 4 modes (huang_two_link), communication step 1 ms,
 torque inputs held per step. Two solver settings: RK4 at 1 ms (one RK4 step per
 communication step: the integration is cheap, so the FMI layer shows) and the model file's
-default (dopri5, rtol 5e-7).
+default (dopri5, rtol 1e-6).
 
 Per step, every host sets the 2 torque inputs, calls doStep and reads the outputs a servo
 master connects (the joint angles and rates, 4 values); libcosim reads them through a

@@ -320,9 +320,9 @@ def test_a_model_given_by_name_or_path_runs_as_the_loaded_model() -> None:
         flexmbs.simulate("no_such_model", 0.05)
 
 
-@pytest.mark.parametrize("replacement", ["rtol: 50", "rtol: 1.0e-16", "rtol: 5.0e-7\n  atol: 3.0"])
+@pytest.mark.parametrize("replacement", ["rtol: 50", "rtol: 1.0e-16", "rtol: 1.0e-6\n  atol: 3.0"])
 def test_a_model_file_tolerance_out_of_range_is_a_model_error(tmp_path: Path, replacement: str) -> None:
-    err = load_error(huang_with(tmp_path, ("rtol: 5.0e-7", replacement)))
+    err = load_error(huang_with(tmp_path, ("rtol: 1.0e-6", replacement)))
     (issue,) = err.issues
     assert issue.path in ("solver.rtol", "solver.atol") and issue.line is not None, str(err)
     assert ("from 1e-14" in issue.message) if issue.path == "solver.rtol" else ("at most 1" in issue.message)
@@ -340,7 +340,7 @@ def test_a_model_path_linking_outside_its_folder_is_refused_without_quoting_the_
     (home / "huang.yaml").write_text(HUANG)
     (home / "inside.yaml").symlink_to(home / "huang.yaml")       # a link within the folder is a file there
     assert load_model(home / "inside.yaml").name == load_model(home / "huang.yaml").name
-    (home / "out.yaml").symlink_to(huang_with(tmp_path, ("rtol: 5.0e-7", "rtol: 5.0e-7")))
+    (home / "out.yaml").symlink_to(huang_with(tmp_path, ("rtol: 1.0e-6", "rtol: 1.0e-6")))
     load_error(home / "out.yaml")
     assert load_model(home / "out.yaml", allow_outside=True).name == load_model(home / "huang.yaml").name
 

@@ -134,12 +134,13 @@ def test_a_run_that_hardly_moves_does_not_warn_on_the_round_off_of_its_energy():
     assert not [w for w in caught if issubclass(w.category, EnergyDriftWarning)]
 
 
-@pytest.mark.parametrize("method, verb", [("dopri5", "rose"), ("implicit", "fell")])
-def test_energy_drift_is_measured_against_the_energy_the_motion_exchanges(method: str, verb: str):
+@pytest.mark.parametrize("method, rtol, verb", [("dopri5", 2e-2, "rose"), ("implicit", 1e-2, "fell")])
+def test_energy_drift_is_measured_against_the_energy_the_motion_exchanges(method: str, rtol: float, verb: str):
     """A spring oscillator, inertia 1 kg m^2 and stiffness 200^2 N m/rad, released from 1 rad:
-    its motion exchanges k q0^2 / 2 = 20,000 J. At rtol 1e-2 over 2 s dopri5's error pumps it
-    up to several times that, and the L-stable implicit method's damps about a sixth of it
-    away. The warning states the drift in units of those 20,000 J (to 1 %), also when the
+    its motion exchanges k q0^2 / 2 = 20,000 J. Over 2 s dopri5's error at rtol 2e-2 pumps it
+    up to several times that (3 times; at rtol 1e-2 0.6 times, since its step controller is
+    Gustafsson's, 6.8 times before), and the L-stable implicit method's at rtol 1e-2 damps about
+    a sixth of it away. The warning states the drift in units of those 20,000 J (to 1 %), also when the
     growing motion has raised the potential energy's range many times over, and asks for a
     tighter rtol (no flexible mode to name)."""
     omega, q0 = 200.0, 1.0
@@ -150,7 +151,7 @@ def test_energy_drift_is_measured_against_the_energy_the_motion_exchanges(method
                      child_marker="pivot", q0=[q0], spring=dict(stiffness=omega ** 2, damping=0.0))]))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        result = flexmbs.simulate(model, 2.0, method=method, rtol=1e-2, output_step=1e-3)
+        result = flexmbs.simulate(model, 2.0, method=method, rtol=rtol, output_step=1e-3)
     e = result["energy.total"]
     exchanged = 0.5 * omega ** 2 * q0 ** 2
     drift = np.max(np.abs(e - e[0]))
