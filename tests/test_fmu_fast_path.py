@@ -82,10 +82,11 @@ def test_reading_outputs_between_steps_leaves_the_run_as_it_was(method) -> None:
 
 def test_the_effort_estimate_is_made_once_per_parameter_set(monkeypatch) -> None:
     """A step beyond the budget is refused on an estimate of its internal steps (step_rate:
-    dopri5's stability bound from the highest kept mode), which depends on the model and the
-    solver settings only: it is made when they are applied, not at every communication step
-    (it took 5 us of a 47 us step of Huang's arm); a state restored with other settings makes
-    it anew, and the budget still refuses a step of 1e6 s."""
+    dopri5's stability bound from the highest kept mode, RK4's 1 / step), which depends on the
+    model and the solver settings only: it is made when they are applied, not at every
+    communication step (it took 5 us of a 47 us step of Huang's arm); a state restored with
+    other settings makes it anew, and the budget then refuses by the new estimate (RK4 at 1 ms:
+    2e7 steps for 2e4 s; RK4 has no max_step bound that would refuse it otherwise)."""
     import flexmbs_fmu.plant as plant_module
     from flexmbs.model import load_model
     from flexmbs.model.catalog import shipped_models
@@ -94,16 +95,16 @@ def test_the_effort_estimate_is_made_once_per_parameter_set(monkeypatch) -> None
 
     calls = []
     real = plant_module.step_rate
-    monkeypatch.setattr(plant_module, "step_rate", lambda *args: calls.append(args[1].rtol) or real(*args))
+    monkeypatch.setattr(plant_module, "step_rate", lambda *args: calls.append(args[1].method) or real(*args))
     model = load_model(shipped_models()["huang_two_link"])
     p, other = Plant(model), Plant(model)
     p.initialize(0.0)
     for k in range(20):
         p.step(k * 1e-3, 1e-3)
-    assert len(calls) == 1
-    other.set_parameter("solver.rtol", 1e-5)
+    assert calls == ["dopri5"]
+    other.set_parameter("solver.method", "rk4")
     other.initialize(0.0)
     p.restore(other.save())
-    assert calls[-1] == 1e-5 and len(calls) == 3
-    with pytest.raises(StepRefused, match="internal steps"):
-        p.step(0.0, 1e6)
+    assert calls == ["dopri5", "rk4", "rk4"]
+    with pytest.raises(StepRefused, match="RK4 at step 0.001 s"):
+        p.step(p.t, 2e4)

@@ -338,9 +338,11 @@ class Plant:
 
     def set_rates(self, in_slots: list[int], rates: list[float]) -> None:
         """Input rates [unit/s] for the next step."""
-        for k, r in zip(in_slots, rates):
-            self.rates[k] = r
-        self.ramped = bool(self.rates.any())
+        try:
+            for k, r in zip(in_slots, rates):
+                self.rates[k] = r
+        finally:   # also when a write fails part-way: the rates written take effect
+            self.ramped = bool(self.rates.any())
 
     def output_rates(self, out_slots: list[int]) -> np.ndarray:
         """d y[out_slots] / dt at the current time, state, inputs and input rates (see the

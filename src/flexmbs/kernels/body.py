@@ -78,8 +78,8 @@ def _quad_n(G, kh, x, y, n):
 @kernel
 def body_terms(S, W, b, eta, etad, vb, wb, gb, Mb, hb, Fb):
     """Fill Mb (6+n)^2, hb (velocity-product force) and Fb (gravity force), body b, body axes.
-    (Not inlined, unlike rigid_terms: its arithmetic outweighs a call, and inlined into its
-    two callers it took 30 s more of the first compile.)
+    (Not inlined, unlike rigid_terms: its arithmetic outweighs a call, and inlined into the
+    recursion and the mass matrix it took 30 s more of the first compile.)
 
     vb, wb: body-frame velocities; gb: gravity vector in body axes [m/s^2]. Entries of Mb, hb,
     Fb beyond 6 + n are left untouched. The mass points enter through their moments

@@ -192,7 +192,7 @@ def _workspace_fields(S) -> dict:
       l_*  loads.load_forces         s_*  dynamics.composite_accelerations (solve)
       c_*  constraints               o_*  outputs.sample
       e_*  energy.energies (e_z a body's velocity [v; w; etad] in its axes, e_M its mass
-           matrix, e_h, e_F, e_g body_terms' other outputs, unused)
+           matrix; e_h, e_F body_terms' other outputs and e_g its gravity input, unused)
       ab_* articulated (the recursion; nbd = 6 + nmax, body axes throughout):
         ab_P (nb, 6, nbd) child frame velocity [v; w] from the parent's extended velocity z_p;
         ab_S (nb, 6, 6) joint motion subspace in child axes (first jnv columns);
