@@ -295,7 +295,7 @@ class Plant:
         if self.ramped:
             self.rates[:] = 0.0
             self.ramped = False
-        self.flags[0] = 0
+        self.fresh = False
 
     def _advance(self, t: float, h: float) -> None:
         """Integrate x from t to t + h [s]: the inputs held, or with rates in pieces, each with

@@ -3,6 +3,7 @@
 import numpy as np
 
 from .body import body_terms, first_moment
+from .inertia import body_velocity
 from .kinematics import forward, marker_world
 from .linalg import dot, mv, quad
 from .settings import kernel
@@ -10,20 +11,17 @@ from .settings import kernel
 
 @kernel
 def kinetic(S, W, q, u):
-    """Kinetic energy [J] = 1/2 u^T M u, summed body by body as the mass matrix is (kernels/
-    inertia.py): 1/2 z_b^T Mb z_b per body (z_b = [v; w; etad] in body axes, Mb its (6+n)^2 mass
-    matrix), 1/2 J_c u_c^2 per rotor, m/6 (va^2 + va.vb + vb^2) per elastic rod with mass.
-    O(bodies), where 1/2 u^T M u with the assembled M took O(nv^2) per body (10.5 of 23 us an
+    """Kinetic energy [J] of the bodies and rotors, 1/2 u^T M u without the rods' share
+    (energies adds it), summed as the mass matrix is (kernels/inertia.py): 1/2 z_b^T Mb z_b per
+    body (z_b = [v; w; etad] in body axes, Mb its (6+n)^2 mass matrix), 1/2 J_c u_c^2 per rotor.
+    O(bodies), where 1/2 u^T M u with the assembled M took O(nv^2) per body (10.5 us of an 18 us
     output sample of a 3-frame beam). Needs kinematics.forward done at (q, u); q, u [SI] hold
     prescribed values."""
     z, Mb, hb, Fb, g = W.e_z, W.e_M, W.e_h, W.e_F, W.e_g
     T = 0.0
     for b in range(S.nb):
         n = S.nm[b]
-        A = W.A[b]
-        for i in range(3):
-            z[i] = A[0, i] * W.v[b, 0] + A[1, i] * W.v[b, 1] + A[2, i] * W.v[b, 2]
-            z[3 + i] = A[0, i] * W.w[b, 0] + A[1, i] * W.w[b, 1] + A[2, i] * W.w[b, 2]
+        body_velocity(W, b, z)
         v0 = S.ev[b]
         for k in range(n):
             z[6 + k] = u[v0 + k]
@@ -36,13 +34,6 @@ def kinetic(S, W, q, u):
             T += 0.5 * z[i] * acc
     for c in range(S.nv):
         T += 0.5 * S.motor_J[c] * u[c] * u[c]
-    for k in range(S.sd_a.shape[0]):
-        if S.sd_m[k] > 0.0:
-            marker_world(S, W, S.sd_a[k], q, u, W.e_ra, W.e_A, W.e_v, W.e_w, W.e_Jv, W.e_Jw, W.e_a, W.e_al,
-                         False)
-            marker_world(S, W, S.sd_b[k], q, u, W.e_rb, W.e_A, W.e_vb, W.e_w, W.e_Jv, W.e_Jw, W.e_a, W.e_al,
-                         False)
-            T += S.sd_m[k] / 6.0 * (dot(W.e_v, W.e_v) + dot(W.e_v, W.e_vb) + dot(W.e_vb, W.e_vb))
     return T
 
 
@@ -69,7 +60,9 @@ def energies(S, W, t, q, u, inputs, out):
             vs += 0.5 * S.k_spring[c] * (q[S.uq[c]] - S.q_preload[c]) ** 2
     for k in range(S.sd_a.shape[0]):
         marker_world(S, W, S.sd_a[k], q, u, W.e_ra, W.e_A, W.e_v, W.e_w, W.e_Jv, W.e_Jw, W.e_a, W.e_al, False)
-        marker_world(S, W, S.sd_b[k], q, u, W.e_rb, W.e_A, W.e_v, W.e_w, W.e_Jv, W.e_Jw, W.e_a, W.e_al, False)
+        marker_world(S, W, S.sd_b[k], q, u, W.e_rb, W.e_A, W.e_vb, W.e_w, W.e_Jv, W.e_Jw, W.e_a, W.e_al, False)
+        # a rod's mass moves with its ends' velocities linearly interpolated: m/6 (va^2 + va.vb + vb^2)
+        out[0] += S.sd_m[k] / 6.0 * (dot(W.e_v, W.e_v) + dot(W.e_v, W.e_vb) + dot(W.e_vb, W.e_vb))
         d = W.e_t
         for i in range(3):
             d[i] = W.e_rb[i] - W.e_ra[i]

@@ -19,6 +19,16 @@ from .linalg import fill1, fill2
 from .settings import kernel
 
 
+@kernel(inline=True)
+def body_velocity(W, b, z):
+    """z[:6] = [A^T v; A^T w]: body b's velocity [m/s, rad/s] in its own axes (kinematics.forward
+    done)."""
+    A = W.A[b]
+    for i in range(3):
+        z[i] = A[0, i] * W.v[b, 0] + A[1, i] * W.v[b, 1] + A[2, i] * W.v[b, 2]
+        z[3 + i] = A[0, i] * W.w[b, 0] + A[1, i] * W.w[b, 1] + A[2, i] * W.w[b, 2]
+
+
 @kernel
 def _body_jacobian(S, W, b):
     """W.i_J[:6+n] = [A^T Jv; A^T Jw; E_eta] of body b, its body-frame velocity W.i_z and the
@@ -38,9 +48,8 @@ def _body_jacobian(S, W, b):
         J[6 + k, S.ev[b] + k] = 1.0
     z = W.i_z
     cb = W.i_c
+    body_velocity(W, b, z)
     for i in range(3):
-        z[i] = A[0, i] * W.v[b, 0] + A[1, i] * W.v[b, 1] + A[2, i] * W.v[b, 2]
-        z[3 + i] = A[0, i] * W.w[b, 0] + A[1, i] * W.w[b, 1] + A[2, i] * W.w[b, 2]
         cb[i] = A[0, i] * W.a[b, 0] + A[1, i] * W.a[b, 1] + A[2, i] * W.a[b, 2]
         cb[3 + i] = A[0, i] * W.al[b, 0] + A[1, i] * W.al[b, 1] + A[2, i] * W.al[b, 2]
         W.i_g[i] = A[0, i] * S.gravity[0] + A[1, i] * S.gravity[1] + A[2, i] * S.gravity[2]
