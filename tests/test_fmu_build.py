@@ -103,6 +103,18 @@ def test_a_description_that_does_not_validate_fails_the_build(tmp_path: Path, mo
     assert list(tmp_path.glob("*.fmu*")) == [] and list(tmp_path.glob("*.partial")) == []
 
 
+def test_an_interrupted_build_leaves_no_partial_fmu(tmp_path: Path, monkeypatch) -> None:
+    """Ctrl-C while the FMU's kernels compile (here: as they are added) removes the half-built
+    archive (an interrupted `build --all` had left one .partial file per running build)."""
+    def interrupted(*args, **kwargs) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(build_module, "_carry", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        build(MODELS / "double_pendulum.yaml", tmp_path, check=False)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_bad_model_is_reported_with_its_line(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text((MODELS / "double_pendulum.yaml").read_text().replace("mass: 1.0", "mass: -1.0", 1))

@@ -26,7 +26,7 @@ import click
 import numpy as np
 
 from .animate import MAX_FRAMES
-from .model import JOINTS, METHODS, PROFILES, ModelError, load_model
+from .model import JOINTS, METHODS, PROFILES, load_model
 from .model.elements import Model, Profile
 from .names import did_you_mean
 from .signals import signal_table
@@ -35,24 +35,7 @@ from .solvers.stepper import Settings, SolverError
 from .compile import compile_model
 from .system import System
 from .compiling import NOTICE_AFTER
-
-# Errors a user can cause; anything else is a bug and keeps its traceback.
-_USER_ERRORS = (ModelError, SolverError, OSError, ValueError, KeyError)
-
-
-def _message(exc: BaseException) -> str:
-    if isinstance(exc, ModelError):
-        count = len(exc.issues)
-        head = "invalid model" if count <= 1 else f"invalid model ({count} problems)"
-        text = str(exc)
-        return f"{head}:\n{text}" if "\n" in text else f"{head}: {text}"
-    if isinstance(exc, SolverError):
-        return f"simulation failed {exc}"
-    if isinstance(exc, KeyError) and exc.args:
-        return str(exc.args[0])
-    if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
-        return f"{exc.filename}: {exc.strerror}"
-    return str(exc) or type(exc).__name__
+from .user_errors import USER_ERRORS as _USER_ERRORS, message as _message
 
 
 def _debug() -> bool:

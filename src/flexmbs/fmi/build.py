@@ -32,11 +32,12 @@ import sys
 import tempfile
 import uuid
 import zipfile
+from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib import metadata
 from importlib.metadata import packages_distributions
 from pathlib import Path
-from typing import Callable, Optional, Union
+from typing import Callable, Iterator, Optional, Union
 
 import flexmbs
 from flexmbs._cache import (choose_cpu_target, kernel_cache, kernel_lock, private_folder, source_digest,
@@ -413,34 +414,41 @@ def _package(ident: str, model_name: str, module: str, variables: list[Variable]
         # a name of its own: two builds into one folder (two shells, two CI jobs) must not
         # write into each other's archive; the finished one replaces `final` atomically
         partial = final.with_name(f"{final.stem}.{uuid.uuid4().hex}.partial")
-        with zipfile.ZipFile(raw) as zin, zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as zout:
-            for item in zin.infolist():
-                if item.filename == "modelDescription.xml":
-                    continue
-                if item.filename == linux and why is None:   # the front end replaces pythonfmu's library
-                    continue
-                zout.writestr(item, zin.read(item.filename))
-            if why is None:
-                zout.write(front, linux)
-                zout.writestr(f"resources/{RECORD}", record(work))
-                zout.writestr(f"resources/{PROBE}", probe_source(requires))
-            zout.writestr("modelDescription.xml", xml)
-        try:
+        with _removed_on_failure(partial):
+            with zipfile.ZipFile(raw) as zin, zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as zout:
+                for item in zin.infolist():
+                    if item.filename == "modelDescription.xml":
+                        continue
+                    if item.filename == linux and why is None:   # the front end replaces pythonfmu's library
+                        continue
+                    zout.writestr(item, zin.read(item.filename))
+                if why is None:
+                    zout.write(front, linux)
+                    zout.writestr(f"resources/{RECORD}", record(work))
+                    zout.writestr(f"resources/{PROBE}", probe_source(requires))
+                zout.writestr("modelDescription.xml", xml)
             _carry(partial, work, src / "python", requires, carry)
             if fmi_version == 3:
                 _to_fmi3(partial, work, model_description_3(variables, token=guid_, **header),
                          compile_front_end(work / "fmi3.so", guid_, variables, module, ident, fmi_version=3), ident)
-        except Exception:
-            partial.unlink()
-            raise
-    problems = validate(partial) if check else []
-    if problems:
-        partial.unlink()
-        raise BuildError(f"{what}: the FMU does not validate:\n" + "\n".join(problems))
+    with _removed_on_failure(partial):
+        problems = validate(partial) if check else []
+        if problems:
+            raise BuildError(f"{what}: the FMU does not validate:\n" + "\n".join(problems))
     os.replace(partial, final)
     return Built(final, guid_, sum(v.causality == "input" for v in variables),
                  sum(v.causality == "output" for v in variables),
                  sum(v.causality == "parameter" for v in variables), fmi_version)
+
+
+@contextmanager
+def _removed_on_failure(path: Path) -> Iterator[None]:
+    """Remove `path` when the block raises, a Ctrl-C included: no half-built FMU stays behind."""
+    try:
+        yield
+    except BaseException:
+        path.unlink(missing_ok=True)
+        raise
 
 
 def _to_fmi3(fmu: Path, work: Path, xml: bytes, why: Optional[str], ident: str) -> None:

@@ -10,11 +10,11 @@ from typing import Callable, Sequence
 
 import click
 
-from flexmbs.cli import _message, _user_errors
-from flexmbs.model import ModelError
+from flexmbs.cli import _user_errors
 from flexmbs.model.catalog import shipped_models
 
-from .build import COMPONENTS, BuildError, build, build_component
+from .batch import Job, Options, Outcome, default_jobs, plant_route, run
+from .build import COMPONENTS
 
 
 @click.command("build")
@@ -35,39 +35,41 @@ from .build import COMPONENTS, BuildError, build, build_component
                    "every other machine).")
 @click.option("--fmi-version", type=click.Choice(["2", "3"]), default="2", show_default=True,
               help="FMI version of the FMUs: 2 (FMI 2.0) or 3 (FMI 3.0); docs/fmu.md says which to pick.")
+@click.option("-j", "--jobs", "jobs_at_once", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Build N FMUs at a time [default: the CPUs, at most 4]. The first plant of each route compiles "
+                   "the kernels the others load, so they wait for it.")
 @_user_errors
 def build_command(model_files: Sequence[str], build_all: bool, blocks: Sequence[str], out_dir: str,
-                  no_check: bool, standalone: bool, no_kernels: bool, fmi_version: str) -> None:
+                  no_check: bool, standalone: bool, no_kernels: bool, fmi_version: str,
+                  jobs_at_once: int | None) -> None:
     """Build FMI 2.0 or FMI 3.0 co-simulation FMUs of model files (or shipped model names) and
     blocks, and validate them."""
-    version = int(fmi_version)
-
-    def plant(what: str, out: str, check: bool):
-        return build(what, out, check=check, standalone=standalone, kernels=not no_kernels, fmi_version=version)
-
-    def block(what: str, out: str, check: bool):
-        return build_component(what, out, check=check, standalone=standalone, fmi_version=version)
-
-    jobs = [(path, plant) for path in model_files] + [(name, block) for name in blocks]
-    if build_all:
-        jobs += [(str(p), plant) for p in shipped_models().values()]
-        jobs += [(name, block) for name in COMPONENTS if name not in blocks]
-    if not jobs:
+    names = [*model_files, *(str(p) for p in shipped_models().values())] if build_all else list(model_files)
+    blocks = [*blocks, *(name for name in COMPONENTS if build_all and name not in blocks)]
+    if not names and not blocks:
         raise click.UsageError("give model files, --block NAME, or --all")
-    failed = 0
-    for k, (what, run) in enumerate(jobs, 1):
-        # said before each build: a first build compiles for minutes before its own line
-        click.echo(f"building {Path(what).stem} ({k} of {len(jobs)})", err=True)
-        try:
-            built = run(what, out_dir, check=not no_check)
-        except (BuildError, ModelError, OSError) as exc:
-            failed += 1
-            click.echo(f"FAILED {what}: {_message(exc)}", err=True)
-            continue
-        check = "not validated" if no_check else "valid (fmpy validate, fmutool -check)"
+    if len(names) > 1:   # seconds, more on a first run (it compiles the loop closure's kernels): say so
+        click.echo(f"reading the {len(names)} models: the first of each route compiles the kernels the others load",
+                   err=True)
+    jobs = [Job(name, "plant", plant_route(name)) for name in names] + [Job(name, "block") for name in blocks]
+    options = Options(out_dir, not no_check, standalone, not no_kernels, int(fmi_version))
+    check = "not validated" if no_check else "valid (fmpy validate, fmutool -check)"
+
+    def started(job: Job, k: int) -> None:
+        # said as each build starts: a first build compiles for minutes before its own line
+        click.echo(f"building {Path(job.what).stem} ({k} of {len(jobs)})", err=True)
+
+    def ended(outcome: Outcome) -> None:
+        if outcome.failed is not None:
+            click.echo(f"FAILED {outcome.job.what}: {outcome.failed}", err=True)
+            return
+        built = outcome.built
         size = built.path.stat().st_size / 1e6
         click.echo(f"{built.path}: FMI {built.fmi_version}.0, {built.n_inputs} inputs, {built.n_parameters} "
                    f"parameters, {built.n_outputs} outputs, {size:.1f} MB; {check}")
+
+    outcomes = run(jobs, options, jobs_at_once or default_jobs(), started, ended)
+    failed = sum(o.failed is not None for o in outcomes)
     if failed:
         raise click.ClickException(f"{failed} of {len(jobs)} FMUs failed")
 

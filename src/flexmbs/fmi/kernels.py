@@ -27,8 +27,9 @@ from flexmbs._cache import kernel_cache
 from flexmbs.compiling import Compiling
 
 # [s] compiling the kernels of a first FMU from an empty cache (three methods, one route), wall
-# time on the two-core development machine: the estimate said until this machine has its own
-FIRST_FMU_COMPILE = 200.0
+# time on the two-core development machine: 63-76 s one route at a time, 81-96 s two side by
+# side (build --all, 2026-11-28); the estimate said until this machine has its own
+FIRST_FMU_COMPILE = 90.0
 
 # The run in a new process: instantiate, initialise, step and read every output, per method.
 WARM_UP = r"""
@@ -114,7 +115,7 @@ def carry_kernels(fmu: Path, bundle_root: Path, route: str) -> tuple[dict, dict[
     """Compile (or load from this user's cache) the generic-CPU kernels the FMU at `fmu` runs
     from its sources `bundle_root` (the folder holding the bundled flexmbs), a plant on the
     forward-dynamics `route` (kernels/structs.ROUTES: each compiles kernels of its own, so the
-    compile notice's estimate is the one of the same route; 115-249 s measured). Returns the
+    compile notice's estimate is the one of the same route; 63-96 s measured). Returns the
     manifest (resources/kernels/manifest.json) and the files to carry by path relative to the
     cache's generic folder. Raises RuntimeError when the run fails or still compiles."""
     base = kernel_cache(bundle_root / "flexmbs")
