@@ -4,6 +4,8 @@ load), every build is announced and reported, and a failing one loses none of th
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -14,7 +16,7 @@ from fmpy import read_model_description
 
 from flexmbs.fmi.batch import Job, Options, Outcome, order, run
 
-WAIT = 120.0   # [s] a fake build waits at most this long for the other one it must overlap
+WAIT = 120.0   # [s] a fake build waits at most this long for what it must see
 
 
 def _touch(folder: Path, name: str) -> None:
@@ -31,57 +33,98 @@ def _wait_for(path: Path) -> bool:
 
 
 def fake_build(job: Job, options: Options) -> Outcome:
-    """A build that writes marks into the folder options.out_dir: '<what>.started' and
-    '<what>.ended'. The first plant of a route ('first_<route>') waits until the first plant of
-    every other route has started (only side by side can both pass); any other plant fails
-    unless the first of its route had ended when it started."""
+    """A build (in a worker) that marks '<what>.started' and '<what>.ended' in the folder
+    options.out_dir. 'first_a' ends a little after 'block' has (so that a scheduler releasing
+    route a's plants at any build's end starts them too early), and 'first_b' only once 'a2' has
+    ended: route a's other plants must run while route b's first build still does. A name with
+    'fail' fails; 'bug' raises; 'oom' kills its worker once 'block' has ended, as the
+    out-of-memory killer would."""
     folder = Path(options.out_dir)
     _touch(folder, f"{job.what}.started")
     failed = None
-    if job.what.startswith("first_"):
-        others = [r for r in ("a", "b") if f"first_{r}" != job.what]
-        if not all(_wait_for(folder / f"first_{r}.started") for r in others):
-            failed = "ran alone"
-    elif job.route is not None and not (folder / f"first_{job.route}.ended").exists():
-        failed = f"started before the first build of route {job.route} ended"
+    if job.what == "first_a" and _wait_for(folder / "block.ended"):
+        time.sleep(0.2)
+    if job.what == "first_b" and not _wait_for(folder / "a2.ended"):
+        failed = "route a's plants did not run beside route b's first build"
+    if job.what == "bug":
+        raise RuntimeError("a bug in one build")
+    if job.what == "oom" and _wait_for(folder / "block.ended"):
+        os.kill(os.getpid(), signal.SIGKILL)
+    if "fail" in job.what:
+        failed = "its own error"
     _touch(folder, f"{job.what}.ended")
     return Outcome(job, failed=failed)
 
 
-def _jobs() -> list[Job]:
-    return [Job("first_a", "plant", "a"), Job("a2", "plant", "a"), Job("first_b", "plant", "b"),
-            Job("a3", "plant", "a"), Job("b2", "plant", "b"), Job("block", "block"), Job("bad", "plant", None)]
+def _run(jobs: list[Job], folder: Path, workers: int) -> tuple[list[Outcome], list[tuple[str, str]]]:
+    """run the fake builds; returns the outcomes and the events ('start' | 'end', what) as this
+    process saw them, in order."""
+    events: list[tuple[str, str]] = []
+    outcomes = run(jobs, Options(str(folder), True, False, True, 2), workers,
+                   lambda job, k: events.append(("start", job.what)), lambda o: events.append(("end", o.job.what)),
+                   work=fake_build)
+    return outcomes, events
+
+
+def _after(events: list[tuple[str, str]], later: tuple[str, str], earlier: tuple[str, str]) -> bool:
+    return events.index(later) > events.index(earlier)
 
 
 def test_the_first_plant_of_each_route_starts_first() -> None:
-    ready, waiting = order(_jobs())
+    jobs = [Job("first_a", "plant", "a"), Job("a2", "plant", "a"), Job("first_b", "plant", "b"),
+            Job("a3", "plant", "a"), Job("b2", "plant", "b"), Job("block", "block"), Job("bad", "plant", None)]
+    ready, waiting = order(jobs)
     assert [j.what for j in ready] == ["first_a", "first_b", "block", "bad"]
     assert {r: [j.what for j in js] for r, js in waiting.items()} == {"a": ["a2", "a3"], "b": ["b2"]}
 
 
-def test_routes_compile_side_by_side_and_their_plants_wait(tmp_path: Path) -> None:
-    """Two workers (processes): the two routes' first builds overlap, no other plant of a route
-    starts before its route's first build ends, every build starts once, announced 1..7."""
-    starts: list[tuple[str, int]] = []
-    ends: list[Outcome] = []
-    outcomes = run(_jobs(), Options(str(tmp_path), True, False, True, 2), 2,
-                   lambda job, k: starts.append((job.what, k)), ends.append, work=fake_build)
-    assert {o.job.what: o.failed for o in outcomes} == {j.what: None for j in _jobs()}
-    assert [k for _, k in starts] == list(range(1, 8))
-    assert sorted(w for w, _ in starts) == sorted(j.what for j in _jobs())
-    assert ends == outcomes
+def test_a_routes_plants_start_after_its_first_build_and_beside_another_routes(tmp_path: Path) -> None:
+    """Three workers (processes): route a's first build ends, its other plants then run while
+    route b's first build is still running (it waits for a2 to end), and b2 starts only after
+    first_b ended; each build starts once and ends once."""
+    jobs = [Job("first_a", "plant", "a"), Job("a2", "plant", "a"), Job("first_b", "plant", "b"),
+            Job("b2", "plant", "b"), Job("block", "block")]
+    outcomes, events = _run(jobs, tmp_path, 3)
+    assert {o.job.what: o.failed for o in outcomes} == {j.what: None for j in jobs}
+    assert sorted(events) == sorted([(e, j.what) for j in jobs for e in ("start", "end")])
+    assert _after(events, ("start", "a2"), ("end", "first_a"))
+    assert _after(events, ("start", "b2"), ("end", "first_b"))   # first_b itself waited for a2 to end
+
+
+def test_when_a_routes_first_build_fails_the_next_takes_its_place(tmp_path: Path) -> None:
+    """Two workers, route a's first build fails: a2 becomes the first (it compiles), and a3,
+    which a free worker could start, waits for a2 to end instead of compiling beside it."""
+    jobs = [Job("first_a_fails", "plant", "a"), Job("a2", "plant", "a"), Job("a3", "plant", "a")]
+    outcomes, events = _run(jobs, tmp_path, 2)
+    assert {o.job.what: o.failed for o in outcomes} == {"first_a_fails": "its own error", "a2": None, "a3": None}
+    assert _after(events, ("start", "a2"), ("end", "first_a_fails"))
+    assert _after(events, ("start", "a3"), ("end", "a2"))
+
+
+def test_a_bug_or_a_dead_worker_fails_its_builds_only(tmp_path: Path) -> None:
+    """An unexpected error in one build fails that build, named; a worker killed mid-build (the
+    out-of-memory killer) fails the builds it takes down, saying so; the builds that ended
+    stay built, and every build has one outcome."""
+    for name in ("bug", "oom"):
+        (tmp_path / name).mkdir()
+    outcomes, _ = _run([Job("bug", "block"), Job("block", "block"), Job("later", "block")], tmp_path / "bug", 2)
+    failed = {o.job.what: o.failed for o in outcomes}
+    assert set(failed) == {"bug", "block", "later"} and len(outcomes) == 3
+    assert failed["block"] is None and failed["later"] is None
+    assert failed["bug"].startswith("RuntimeError: a bug in one build")
+    outcomes, _ = _run([Job("block", "block"), Job("oom", "block"), Job("later", "block")], tmp_path / "oom", 2)
+    failed = {o.job.what: o.failed for o in outcomes}
+    assert set(failed) == {"block", "oom", "later"} and len(outcomes) == 3
+    assert failed["block"] is None and "worker died" in failed["oom"]
 
 
 def test_one_worker_builds_in_order_in_this_process(tmp_path: Path) -> None:
-    """-j 1: one build after another, here, each first plant before its route's others (a first
-    plant waiting for the other route's would fail: 'ran alone')."""
+    """-j 1: one build after another, here, each route's first plant before its others."""
     jobs = [Job("first_a", "plant", "a"), Job("a2", "plant", "a"), Job("block", "block")]
     order_seen: list[str] = []
 
     def serial(job: Job, options: Options) -> Outcome:
         order_seen.append(job.what)
-        if job.what == "a2" and "first_a" not in order_seen:
-            return Outcome(job, failed="before its route's first")
         return Outcome(job)
 
     outcomes = run(jobs, Options(str(tmp_path), True, False, True, 2), 1, lambda job, k: None, lambda o: None,

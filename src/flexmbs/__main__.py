@@ -2,5 +2,4 @@
 
 from .cli import main
 
-if __name__ == "__main__":   # not when a spawned worker process imports this module (fmi/batch.py)
-    main()
+main()

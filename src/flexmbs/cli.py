@@ -35,7 +35,7 @@ from .solvers.stepper import Settings, SolverError
 from .compile import compile_model
 from .system import System
 from .compiling import NOTICE_AFTER
-from .user_errors import USER_ERRORS as _USER_ERRORS, message as _message
+from .user_errors import USER_ERRORS, message, show_warning
 
 
 def _debug() -> bool:
@@ -50,10 +50,10 @@ def _user_errors(command: Callable) -> Callable:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return command(*args, **kwargs)
-        except _USER_ERRORS as exc:
+        except USER_ERRORS as exc:
             if _debug():
                 raise
-            raise click.ClickException(_message(exc)) from None
+            raise click.ClickException(message(exc)) from None
 
     return wrapper
 
@@ -72,13 +72,7 @@ def main(ctx: click.Context, debug: bool, allow_outside_data: bool) -> None:
     """
     ctx.obj = {"debug": debug, "allow_outside": allow_outside_data}
     if not debug:
-        warnings.showwarning = _show_warning
-
-
-def _show_warning(message: Warning | str, category: type, *_: Any, **__: Any) -> None:
-    """A warning as one line on stderr, `warning: <message>` (without the source line that
-    Python's default format quotes, which means nothing to a user of the command)."""
-    click.echo(f"warning: {message}", err=True)
+        warnings.showwarning = show_warning
 
 
 def _load(model_file: str) -> Model:

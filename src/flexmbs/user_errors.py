@@ -5,6 +5,10 @@ the same without importing it."""
 
 from __future__ import annotations
 
+from typing import Any
+
+import click
+
 from .model import ModelError
 from .solvers.stepper import SolverError
 
@@ -25,3 +29,9 @@ def message(exc: BaseException) -> str:
     if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
         return f"{exc.filename}: {exc.strerror}"
     return str(exc) or type(exc).__name__
+
+
+def show_warning(message: Warning | str, category: type, *_: Any, **__: Any) -> None:
+    """A warning as one line on stderr, `warning: <message>` (without the source line that
+    Python's default format quotes, which means nothing to a user of a command)."""
+    click.echo(f"warning: {message}", err=True)

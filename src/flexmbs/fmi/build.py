@@ -460,7 +460,8 @@ def _to_fmi3(fmu: Path, work: Path, xml: bytes, why: Optional[str], ident: str) 
         raise BuildError(f"{ident}: the FMI 3.0 front end could not be built, and there is no FMI 3.0 binary "
                          f"without it: {why}")
     converted = fmu.with_suffix(".fmi3")
-    with zipfile.ZipFile(fmu) as zin, zipfile.ZipFile(converted, "w", zipfile.ZIP_DEFLATED) as zout:
+    with _removed_on_failure(converted), zipfile.ZipFile(fmu) as zin, \
+            zipfile.ZipFile(converted, "w", zipfile.ZIP_DEFLATED) as zout:
         for item in zin.infolist():
             if item.filename != "modelDescription.xml" and not item.filename.startswith("binaries/"):
                 zout.writestr(item, zin.read(item.filename))

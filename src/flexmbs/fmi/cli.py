@@ -10,7 +10,7 @@ from typing import Callable, Sequence
 
 import click
 
-from flexmbs.cli import _user_errors
+from flexmbs.cli import _debug, _user_errors
 from flexmbs.model.catalog import shipped_models
 
 from .batch import Job, Options, Outcome, default_jobs, plant_route, run
@@ -48,11 +48,13 @@ def build_command(model_files: Sequence[str], build_all: bool, blocks: Sequence[
     blocks = [*blocks, *(name for name in COMPONENTS if build_all and name not in blocks)]
     if not names and not blocks:
         raise click.UsageError("give model files, --block NAME, or --all")
-    if len(names) > 1:   # seconds, more on a first run (it compiles the loop closure's kernels): say so
+    options = Options(out_dir, not no_check, standalone, not no_kernels, int(fmi_version))
+    compiles = options.kernels or standalone   # the builds compile (or load) the kernels they carry
+    if compiles and len(names) > 1:   # seconds, more on a first run (the loop closure's kernels): say so
         click.echo(f"reading the {len(names)} models: the first of each route compiles the kernels the others load",
                    err=True)
-    jobs = [Job(name, "plant", plant_route(name)) for name in names] + [Job(name, "block") for name in blocks]
-    options = Options(out_dir, not no_check, standalone, not no_kernels, int(fmi_version))
+    jobs = [Job(name, "plant", plant_route(name) if compiles else None) for name in names] + \
+        [Job(name, "block") for name in blocks]
     check = "not validated" if no_check else "valid (fmpy validate, fmutool -check)"
 
     def started(job: Job, k: int) -> None:
@@ -68,7 +70,7 @@ def build_command(model_files: Sequence[str], build_all: bool, blocks: Sequence[
         click.echo(f"{built.path}: FMI {built.fmi_version}.0, {built.n_inputs} inputs, {built.n_parameters} "
                    f"parameters, {built.n_outputs} outputs, {size:.1f} MB; {check}")
 
-    outcomes = run(jobs, options, jobs_at_once or default_jobs(), started, ended)
+    outcomes = run(jobs, options, jobs_at_once or default_jobs(), started, ended, debug=_debug())
     failed = sum(o.failed is not None for o in outcomes)
     if failed:
         raise click.ClickException(f"{failed} of {len(jobs)} FMUs failed")

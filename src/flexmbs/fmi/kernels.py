@@ -99,7 +99,10 @@ def _estimate(folder: Path, log: Path, functions: list[str]) -> float:
     """CPU seconds it took to compile `functions` from nothing, as measured when they were
     compiled here (kept in folder/compile-seconds.json)."""
     record = folder / "compile-seconds.json"
-    known = json.loads(record.read_text()) if record.is_file() else {}
+    try:
+        known = json.loads(record.read_text())
+    except (OSError, ValueError):   # none yet (or unreadable): the estimate starts afresh
+        known = {}
     if log.is_file():
         fresh: dict[str, float] = {}
         for line in log.read_text().splitlines():
@@ -107,7 +110,10 @@ def _estimate(folder: Path, log: Path, functions: list[str]) -> float:
             if row["depth"] == 0:
                 fresh[row["function"]] = fresh.get(row["function"], 0.0) + row["seconds"]
         known.update(fresh)
-        record.write_text(json.dumps(known, indent=1))
+        # whole or not at all: builds side by side (fmi/batch.py) read it as another writes
+        partial = record.with_name(f"{record.name}.{os.getpid()}")
+        partial.write_text(json.dumps(known, indent=1))
+        os.replace(partial, record)
     return round(sum(known.get(f, 0.0) for f in functions), 1)
 
 
