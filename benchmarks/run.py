@@ -75,11 +75,15 @@ OUTPUT_DT = 0.01            # output sampling of the pendulum and the spin-up [s
 # spin-up candidates: the cheapest one that meets SPIN_TOL is compared (benchmarks/README.md).
 # flexmbs: corotational chains of floating frames (the single frame tops out at 2.1e-3 m, its
 # foreshortening model's error); `elements` is the total, `modes` per frame; no method = the
-# model file's default.
+# model file's default; max_step [s] = OUTPUT_DT unless given (larger: the implicit method steps
+# past the 10 ms samples up to it and interpolates them, simulate(interpolate=True)).
 OURS_SPIN = [
     dict(segments=2, elements=4, modes=2, method="implicit", rtol=1e-3),
     dict(segments=2, elements=4, modes=2, method="implicit", rtol=1e-4),
     dict(segments=3, elements=3, modes=2, method="implicit", rtol=1e-3),
+    dict(segments=2, elements=4, modes=2, method="implicit", rtol=1e-3, max_step=0.05),
+    dict(segments=3, elements=3, modes=2, method="implicit", rtol=1e-3, max_step=0.05),
+    dict(segments=3, elements=3, modes=2, method="implicit", rtol=1e-3, max_step=0.1),
     dict(segments=2, elements=4, modes=2, method="implicit", rtol=1e-3, cantilever=True),
     dict(segments=2, elements=4, modes=2, method="rk4", step=1e-2, cantilever=True),
     dict(segments=3, elements=3, modes=2, method="rk4", step=5e-3, cantilever=True),
@@ -405,14 +409,16 @@ def _ours_spin(s: dict) -> tuple[str, Callable[[], np.ndarray]]:
         model.bodies[0] = replace(model.bodies[0], interface_modes=False, static_modes=False,
                                   acceleration_modes=False)
     system = compile_model(model)
-    kw = {k: s[k] for k in ("method", "step", "rtol") if k in s}
-    how = " ".join(f"{k}={v:g}" if isinstance(v, float) else str(v) for k, v in kw.items())
+    kw = {"max_step": OUTPUT_DT, **{k: s[k] for k in ("method", "step", "rtol", "max_step") if k in s}}
+    kw["interpolate"] = kw["max_step"] > OUTPUT_DT
+    how = " ".join(f"{k}={v:g}" if isinstance(v, float) else str(v) for k, v in kw.items()
+                   if k in s)
     label = (f"seg={s['segments']} el={s['elements']} modes={s['modes']}"
              f"{' cantilever' if s.get('cantilever') else ''} "
-             f"{how or 'default ' + system.model.solver_method()}")
+             f"{how or 'default ' + system.model.solver_method()}{' interpolated' if kw['interpolate'] else ''}")
 
     def sim() -> np.ndarray:
-        r = flexmbs.simulate(system, SPIN_T_END, output_step=OUTPUT_DT, max_step=OUTPUT_DT, **kw)
+        r = flexmbs.simulate(system, SPIN_T_END, output_step=OUTPUT_DT, **kw)
         if s["segments"] == 1:
             return r["beam.tip_deflection[2]"]
         th = r["hub.q"]          # the tip sensor's world position rotated into the hub frame

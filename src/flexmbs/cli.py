@@ -191,11 +191,16 @@ def _subset(result: Result, names: Sequence[str]) -> Result:
               help="Hold an input constant during the run, e.g. elbow.tau=0.5 (repeatable).")
 @click.option("--progress/--no-progress", default=True, show_default=True,
               help="Show a progress bar.")
+@click.option("--interpolate", is_flag=True,
+              help="Implicit method: step past the output samples (up to --max-step) and interpolate them, "
+                   "where by default it lands on each as an FMU does (faster with a --max-step above "
+                   "--output-step; the results then differ from an FMU's within the tolerance).")
 @_user_errors
 def simulate_command(model_file: str, t_end: float, method: Optional[str], rtol: Optional[float],
                      atol: Optional[float], step: Optional[float], max_step: Optional[float],
                      output_step: Optional[float], out_csv: Optional[str], out_png: Optional[str],
-                     signals_text: Optional[str], input_values: Sequence[str], progress: bool) -> None:
+                     signals_text: Optional[str], input_values: Sequence[str], progress: bool,
+                     interpolate: bool) -> None:
     """Simulate MODEL from t = 0 to --t-end and print a summary."""
     names = _parse_signals(signals_text)
     model = _load(model_file)
@@ -205,7 +210,7 @@ def simulate_command(model_file: str, t_end: float, method: Optional[str], rtol:
     wall = time.perf_counter()
     try:
         result = simulate(system, t_end, method=method, rtol=rtol, atol=atol, step=step, max_step=max_step,
-                          output_step=output_step, progress=progress,
+                          output_step=output_step, progress=progress, interpolate=interpolate,
                           inputs=_parse_pairs(input_values, "NAME=VALUE", "elbow.tau=0.5", "--input") or None)
     except SolverError:
         if progress:

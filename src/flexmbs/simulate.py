@@ -205,7 +205,8 @@ def settings_of(model: Model, **overrides) -> Settings:
 def simulate(model: Union[Model, System], t_end: float, *, method: Optional[str] = None,
              step: Optional[float] = None, rtol: Optional[float] = None, atol: Optional[float] = None,
              max_step: Optional[float] = None, output_step: Optional[float] = None,
-             inputs: InputSpec = None, x0: Optional[np.ndarray] = None, progress: bool = False) -> Result:
+             inputs: InputSpec = None, x0: Optional[np.ndarray] = None, progress: bool = False,
+             interpolate: bool = False) -> Result:
     """Simulate from t = 0 to t_end [s].
 
     model: a Model (compiled here), a compiled System, or a model file path or shipped model
@@ -213,7 +214,13 @@ def simulate(model: Union[Model, System], t_end: float, *, method: Optional[str]
     the model's solver settings. output_step [s]: sampling of the result (default the model's).
     inputs: {input name: value} held constant, or a function t -> dict sampled at each output
     time and held until the next (zero-order hold, as in co-simulation). x0: initial [q; u; i]
-    (i: the armature currents [A] of the motor drives, none without them).
+    (i: the armature currents [A] of the motor drives, none without them). interpolate: the
+    implicit method steps past the output samples (up to max_step) and interpolates them (cubic
+    Hermite, of its order), where by default it lands on each, as an FMU does on each
+    communication point; with a max_step above output_step that can take several times fewer
+    steps (the spin-up beam at 10 ms samples, max_step 50 ms: 403 steps instead of 2,002), and
+    the result then differs from an FMU's within the tolerance. Constant inputs and models
+    without closed loops only; otherwise, and for the other methods, it changes nothing.
 
     Every argument is checked before the run: a ValueError names the argument and what was
     expected (t_end >= 0, positive finite steps, rtol and atol within their ranges
@@ -242,14 +249,14 @@ def simulate(model: Union[Model, System], t_end: float, *, method: Optional[str]
     t[-1] = t_end
     if mdl.solver.formulation == "natural":
         return _natural(system, t, settings, inputs, x0)
-    stepper = Stepper(system, settings)
+    stepper = Stepper(system, settings, interpolate=interpolate)
     x = system.x0 if x0 is None else np.array(x0, dtype=float)
     X = np.zeros((t.size, nx))
     U = np.zeros((t.size, max(1, len(system.inputs))))
     X[0] = x
     U[0, :len(system.inputs)] = _input_vector(system, inputs, 0.0)
     # the samples at once in numba (no Python between them) when nothing needs a call per sample
-    at_once = stepper.samples_at_once and not callable(inputs) and not progress and t.size > 1
+    at_once = stepper.samples_at_once and not callable(inputs) and t.size > 1
     compile_time = prepare(system, settings, x, U[0], 0.0, progress, samples=at_once)
     bar = None
     if progress:
@@ -266,7 +273,7 @@ def simulate(model: Union[Model, System], t_end: float, *, method: Optional[str]
     try:
         if at_once:
             U[1:] = U[0]
-            k, error = stepper.advance_samples(t, X, U[0])
+            k, error = stepper.advance_samples(t, X, U[0], None if bar is None else bar.update)
             if error is not None:
                 raise error
         for k in range(k, t.size):

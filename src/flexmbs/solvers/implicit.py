@@ -79,8 +79,12 @@ JAC_OK, LU_OK, N_JAC, N_LU = 0, 1, 2, 3
 
 @njit(**JIT)
 def ros_advance(S, W, t, x, t_end, h, h_max, h_min, rtol, atol, scale, jac_move, jac_drift, inputs, K, Jac, LU,
-                piv, xs, err, memo, hf):
+                piv, xs, err, memo, hf, T, X, P):
     """Integrate x from t to t_end (landing exactly) with adaptive ROS34PW2 steps.
+
+    T (increasing, in [t, t_end]) and X (T.size x nx): sample times [s] and their states, filled
+    as the steps pass them (_hermite), so that the steps need not land on them; empty T: none.
+    P (2 x nx): the start state and rate of the last accepted step, for the interpolation.
 
     K (7 x nx): stages U_0..U_3, f(t, x), a right-hand-side scratch, and the pose of the
     Jacobian: the state where it was taken or last confirmed (_still_valid), kept between calls;
@@ -89,7 +93,7 @@ def ros_advance(S, W, t, x, t_end, h, h_max, h_min, rtol, atol, scale, jac_move,
     Jacobians and factorisations), hf (1: step of the factorisation [s]) persist between calls.
     scale: state scales for the difference increments and the move test; jac_move: JAC_MOVE (a
     larger value keeps the Jacobian longer); jac_drift: JAC_DRIFT (the same).
-    Returns (status, h_next, nsteps, nrejected).
+    Returns (status, h_next, nsteps, nrejected, samples filled): on failure X[:filled] are good.
 
     The integrator's memory comes as plain arrays, not in a box: the Stepper saves and restores
     them (an FMU's state), and a box passed between these functions, which run with numba's
@@ -101,6 +105,7 @@ def ros_advance(S, W, t, x, t_end, h, h_max, h_min, rtol, atol, scale, jac_move,
     have_f0 = False
     fresh = False  # the Jacobian was taken at the current x
     nfail = 0      # consecutive rejections
+    filled = _hermite(S, T, X, 0, t, t, P, x, f0)   # samples at t itself
     while t < t_end - 1e-12 * max(1.0, abs(t_end)):
         h_want = min(h, h_max)
         h = min(h_want, t_end - t)
@@ -108,25 +113,37 @@ def ros_advance(S, W, t, x, t_end, h, h_max, h_min, rtol, atol, scale, jac_move,
         if not have_f0:
             st = f_eval(S, W, t, x, inputs, f0)
             if st != OK:
-                return st, h, nsteps, nrej
+                return st, h, nsteps, nrej, filled
             have_f0 = True
         st, renewed = _jacobian(S, W, t, x, inputs, scale, jac_move, jac_drift, K, Jac, xs, memo)
         if st != OK:
-            return st, h, nsteps, nrej
+            return st, h, nsteps, nrej, filled
         fresh = fresh or renewed
         st = _factor(h, Jac, LU, piv, memo, hf)
         if st == OK:
             st = _stages(S, W, t, x, h, inputs, K, LU, piv, xs)
         en = _error(x, K, xs, err, atol, rtol) if st == OK else 1e10
         if en <= 1.0:
+            t0 = t
             t = t_end if last else t + h
+            if T.size > 0:
+                for i in range(x.size):
+                    P[0, i] = x[i]
+                    P[1, i] = f0[i]
             for i in range(x.size):
                 x[i] = xs[i]
             project(S, x)
             st = check_state(S, x)
             if st != OK:
-                return st, h, nsteps, nrej
+                return st, h, nsteps, nrej, filled
             have_f0 = False
+            if filled < T.size and T[filled] < t:
+                # the rate at the step's end, for the samples inside it: the next step's first stage
+                st = f_eval(S, W, t, x, inputs, f0)
+                if st != OK:
+                    return st, h, nsteps, nrej, filled
+                have_f0 = True
+            filled = _hermite(S, T, X, filled, t0, t, P, x, f0)
             fresh = False
             nsteps += 1
             # no growth right after a rejection (avoids reject/accept cycles)
@@ -146,8 +163,33 @@ def ros_advance(S, W, t, x, t_end, h, h_max, h_min, rtol, atol, scale, jac_move,
                 memo[JAC_OK] = 0
             h = h * (0.25 if st != OK else max(0.2, 0.9 * en ** (-1.0 / ORDER)))
             if h < h_min:
-                return (STEP_TOO_SMALL if st == OK else st), h, nsteps, nrej
-    return OK, h, nsteps, nrej
+                return (STEP_TOO_SMALL if st == OK else st), h, nsteps, nrej, filled
+    return OK, h, nsteps, nrej, filled
+
+
+@njit(**JIT)
+def _hermite(S, T, X, k, t0, t1, P, x1, f1):
+    """X[k], X[k+1], ... at the sample times T[k], ... up to t1 [s], from the step of t0 to t1
+    (start state and rate P[0], P[1], end state x1 and rate f1): cubic Hermite interpolation,
+    of the method's order 3 (its error, at most h^4 max|x^(4)| / 384, is of the size of the
+    local error the step was accepted with), quaternions normalised; a sample at t1 is x1
+    exactly. Returns the index of the first sample past t1."""
+    h = t1 - t0
+    while k < T.size and T[k] <= t1 + 1e-12 * max(1.0, abs(t1)):
+        s = (T[k] - t0) / h if h > 0.0 else 1.0
+        if s >= 1.0:
+            for i in range(x1.size):
+                X[k, i] = x1[i]
+        else:
+            a0 = (1.0 + 2.0 * s) * (1.0 - s) ** 2
+            b0 = s * (1.0 - s) ** 2 * h
+            a1 = s * s * (3.0 - 2.0 * s)
+            b1 = s * s * (s - 1.0) * h
+            for i in range(x1.size):
+                X[k, i] = a0 * P[0, i] + b0 * P[1, i] + a1 * x1[i] + b1 * f1[i]
+            project(S, X[k])
+        k += 1
+    return k
 
 
 @njit(**JIT)

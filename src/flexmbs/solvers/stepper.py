@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -109,8 +110,10 @@ def _check_arrays(data: object, shapes: dict, what: str, optional: tuple = ()) -
             raise ValueError(f"{what}: {key} is not a finite array of shape {shape}; nothing was applied")
 
 
-# RK4 steps per numba call of Stepper.advance_samples (about 10-100 ms of a small model's run)
+# RK4 steps per numba call of Stepper.advance_samples (about 10-100 ms of a small model's run),
+# and implicit steps (4 right-hand sides, 4 solves and at times a Jacobian each)
 SAMPLE_BLOCK = 20000
+IMPLICIT_BLOCK = 2000
 
 
 @dataclass
@@ -143,17 +146,20 @@ class Settings:
 class Stepper:
     """Advances x = [q; u; i] (i: motor currents) of one System. Holds the workspace, so one per concurrent user."""
 
-    def __init__(self, system: System, settings: Settings, dense: bool = True) -> None:
+    def __init__(self, system: System, settings: Settings, dense: bool = True, interpolate: bool = False) -> None:
         """dense (dopri5; the default): a call whose t, x and inputs are the ones the last call
         ended with continues from the integrator's own state and first stage (first-same-as-last
         kept), stepping past t_end and serving it from dense output (_dopri5); with closed loops
         the output is projected onto the constraints at each call, and the integrator's own
         state before a call steps on from it (_project_own). False: every call evaluates its
-        first stage and lands on t_end."""
+        first stage and lands on t_end. interpolate (implicit method): advance_samples steps
+        past the samples and interpolates them, where by default it lands on each, as an FMU
+        does on each communication point (so that the two agree to rounding)."""
         settings.check()
         self.system = system
         self.settings = settings
         self.code = {"rk4": RK4, "dopri5": DOPRI5, "implicit": IMPLICIT}[settings.method]
+        self.interpolate = interpolate and self.code == IMPLICIT
         nx = system.nx
         self.W = system.workspace()
         self.K = np.zeros((7, nx))
@@ -164,6 +170,8 @@ class Stepper:
         self.piv = np.zeros(nx, dtype=np.int64)
         self.memo = np.zeros(4, dtype=np.int64)   # implicit: Jacobian/LU valid, their counts
         self.hf = np.zeros(1)
+        self.P = np.zeros((2, nx))   # implicit: the last step's start state and rate (its samples)
+        self.no_t, self.no_X = np.zeros(0), np.zeros((0, nx))   # ... a call without samples
         self.ctl = np.array([ERR_FLOOR, 0.0])   # dopri5's step controller (explicit._next_step)
         self.scale = state_scales(system)
         self.atol = np.full(nx, settings.atol) if settings.atol is not None else settings.rtol * self.scale
@@ -385,30 +393,57 @@ class Stepper:
                 StabilityWarning, stacklevel=3)
         return bound
 
+    def _implicit(self, t: float, x: np.ndarray, t_end: float, inputs: np.ndarray, T: np.ndarray,
+                  X: np.ndarray) -> tuple[int, int]:
+        """The implicit method from t to t_end [s] (x in place), the samples at times T into X on
+        the way (implicit.ros_advance). Returns (status, samples filled)."""
+        st = self.settings
+        status, self.h, n, r, filled = ros_advance(
+            self.system.ref, self.W, t, x, t_end, self.h, st.max_step, 1e-14 * max(1.0, abs(t_end)), st.rtol,
+            self.atol, self.scale, self.jac_move, self.jac_drift, inputs, self.K, self.Jac, self.LU, self.piv, self.xs,
+            self.err, self.memo, self.hf, T, X, self.P)
+        self.nsteps += n
+        self.nrejected += r
+        return status, filled
+
     @property
     def samples_at_once(self) -> bool:
-        """advance_samples serves this run: RK4 on a model without loops (their projection
-        runs here, in Python, after every call)."""
-        return self.code == RK4 and self.loops is None
+        """advance_samples serves this run: RK4, or the implicit method that interpolates, on a
+        model without loops (their projection runs here, in Python, after every call)."""
+        return (self.code == RK4 or self.interpolate) and self.loops is None
 
-    def advance_samples(self, t: np.ndarray, X: np.ndarray, inputs: np.ndarray) -> tuple[int, SolverError | None]:
+    def advance_samples(self, t: np.ndarray, X: np.ndarray, inputs: np.ndarray,
+                        done: Callable[[int], object] | None = None) -> tuple[int, SolverError | None]:
         """Integrate from X[0] through the sample times t [s] with constant inputs, each
-        sample's state into X[k], in numba calls of up to SAMPLE_BLOCK steps: with `advance`
-        per sample the Python around each call (8 us) was a fifth of a double pendulum's run at
-        10 ms samples, and between blocks Python can raise a KeyboardInterrupt (numba code
-        does not). Returns the samples filled and, when the run failed after them, the
+        sample's state into X[k], in numba calls of up to SAMPLE_BLOCK RK4 steps or
+        IMPLICIT_BLOCK implicit ones: with `advance` per sample the Python around each call
+        (8 us) was a fifth of a double pendulum's run at 10 ms samples, and between blocks
+        Python can raise a KeyboardInterrupt (numba code does not) and `done(samples)` counts
+        a block's samples (a progress bar). RK4 lands on every sample; the implicit method with
+        `interpolate` steps past them (up to max_step) and interpolates them (implicit._hermite):
+        landing on 10 ms samples held the 3-frame spin-up beam at 2,002 steps where its
+        tolerance allows 50 ms steps (403). Returns the samples filled and, when the run failed after them, the
         SolverError."""
-        if self.stability_bound is None:
+        rk4 = self.code == RK4
+        if rk4 and self.stability_bound is None:
             self.stability_bound = self.check_stability(t[0], X[0], inputs)
-        per_sample = max(1.0, (t[-1] - t[0]) / max(1, t.size - 1) / self.settings.step)
-        block = max(1, int(SAMPLE_BLOCK / per_sample))
+        step = self.settings.step if rk4 else self.settings.max_step
+        per_sample = max(1.0, (t[-1] - t[0]) / max(1, t.size - 1) / step)
+        block = max(1, int((SAMPLE_BLOCK if rk4 else IMPLICIT_BLOCK) / per_sample))
+        x = X[0].copy()
         for start in range(0, t.size - 1, block):
             end = min(start + block, t.size - 1)
-            status, filled, n = rk4_samples(self.system.ref, self.W, t[start:end + 1], X[start:end + 1],
-                                            self.settings.step, inputs, self.K, self.xs, self.err)
-            self.nsteps += n
+            if rk4:
+                status, filled, n = rk4_samples(self.system.ref, self.W, t[start:end + 1], X[start:end + 1],
+                                                self.settings.step, inputs, self.K, self.xs, self.err)
+                self.nsteps += n
+            else:
+                status, filled = self._implicit(t[start], x, t[end], inputs, t[start + 1:end + 1], X[start + 1:end + 1])
+                filled += 1   # X[start] was good before the call
             if status != OK:
                 return start + filled, self._failure(status, t[start + filled])
+            if done is not None:
+                done(end - start)
         return t.size, None
 
     def _failure(self, status: int, t_end: float) -> SolverError:
@@ -433,11 +468,7 @@ class Stepper:
         elif self.code == DOPRI5:
             status = self._dopri5(t, x, t_end, inputs, h_min, continues)
         else:
-            status, self.h, n, r = ros_advance(S, self.W, t, x, t_end, self.h, st.max_step, h_min, st.rtol,
-                                               self.atol, self.scale, self.jac_move, self.jac_drift, inputs, self.K,
-                                               self.Jac, self.LU, self.piv, self.xs, self.err, self.memo, self.hf)
-            self.nsteps += n
-            self.nrejected += r
+            status, _ = self._implicit(t, x, t_end, inputs, self.no_t, self.no_X)
         if status != OK:
             raise self._failure(status, t_end)
         if self.loops is not None:
