@@ -4,7 +4,7 @@ import numpy as np
 
 from .body import body_terms, first_moment
 from .inertia import body_velocity
-from .kinematics import forward, marker_world
+from .kinematics import marker_world
 from .linalg import dot, mv, quad
 from .settings import kernel
 
@@ -15,8 +15,8 @@ def kinetic(S, W, q, u):
     (energies adds it), summed as the mass matrix is (kernels/inertia.py): 1/2 z_b^T Mb z_b per
     body (z_b = [v; w; etad] in body axes, Mb its (6+n)^2 mass matrix), 1/2 J_c u_c^2 per rotor.
     O(bodies), where 1/2 u^T M u with the assembled M took O(nv^2) per body (10.5 us of an 18 us
-    output sample of a 3-frame beam). Needs kinematics.forward done at (q, u); q, u [SI] hold
-    prescribed values."""
+    output sample of a 3-frame beam). Needs the bodies' world velocities W.v, W.w at (q, u)
+    (kinematics.forward, or the recursion's first pass); q, u [SI] hold prescribed values."""
     z, Mb, hb, Fb, g = W.e_z, W.e_M, W.e_h, W.e_F, W.e_g
     T = 0.0
     for b in range(S.nb):
@@ -39,8 +39,11 @@ def kinetic(S, W, q, u):
 
 @kernel
 def energies(S, W, t, q, u, inputs, out):
-    """out = [kinetic, gravity potential, strain, spring]. q, u hold prescribed values."""
-    forward(S, W, q, u)
+    """out = [kinetic, gravity potential, strain, spring]. q, u hold prescribed values. Needs the
+    bodies' world poses and motion W.r, W.A, W.v, W.w, W.a, W.al at (q, u), as every route's
+    dynamics.accelerations leaves them (the recursion's first pass, the composite route's
+    kinematics.forward), so that an output sample does not compute them twice (nor the world
+    Jacobians that forward also fills: an output sample of the 3-frame spin-up beam 12.2-12.4 -> 10.0 us)."""
     out[0] = kinetic(S, W, q, u)
     vg = 0.0
     ve = 0.0

@@ -91,6 +91,7 @@ def sample(S, W, sensors, t, X, inputs, Xout, Ud, Tau, En, Sens, Loop):
         copy1(X[k, nq:nu], u)
         copy1(X[k, nu:], Xout[k, nu:])
         copy1(X[k, nu:], W.xi)
+        # the accelerations leave the bodies' world motion in W, which the energies and sensors read
         ok = accelerations(S, W, t[k], q, u, inputs[k], Ud[k])
         drive_torques(S, W, t[k], q, u, inputs[k], Tau[k])
         energies(S, W, t[k], q, u, inputs[k], En[k])
