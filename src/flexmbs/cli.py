@@ -186,7 +186,8 @@ def _subset(result: Result, names: Sequence[str]) -> Result:
 @click.option("--plot", "out_png", type=click.Path(dir_okay=False), default=None,
               help="Save a plot of the signals to this PNG file.")
 @click.option("--signals", "signals_text", default=None, metavar="A,B,...",
-              help="Only these signals in the CSV and plot (e.g. elbow.q,link2.tip_deflection[2]).")
+              help="Only these signals in the CSV and plot (e.g. elbow.q,link2.tip_deflection[2]); when none "
+                   "needs the dynamics (accelerations, torques, energies, loop forces), they are not evaluated.")
 @click.option("--input", "input_values", multiple=True, metavar="NAME=VALUE",
               help="Hold an input constant during the run, e.g. elbow.tau=0.5 (repeatable).")
 @click.option("--progress/--no-progress", default=True, show_default=True,
@@ -210,7 +211,7 @@ def simulate_command(model_file: str, t_end: float, method: Optional[str], rtol:
     wall = time.perf_counter()
     try:
         result = simulate(system, t_end, method=method, rtol=rtol, atol=atol, step=step, max_step=max_step,
-                          output_step=output_step, progress=progress, interpolate=interpolate,
+                          output_step=output_step, progress=progress, interpolate=interpolate, signals=names,
                           inputs=_parse_pairs(input_values, "NAME=VALUE", "elbow.tau=0.5", "--input") or None)
     except SolverError:
         if progress:
@@ -247,12 +248,14 @@ def _print_summary(model: Model, system: System, result: Result, settings: Setti
     compiled = f", {compiling:.3g} s compiling kernels (once per machine)" if compiling > NOTICE_AFTER else ""
     click.echo(f"time     {_fmt(t_end)} s simulated in {wall:.3g} s wall ({integ:.3g} s integrating, "
                f"{t_end / max(integ, 1e-12):.3g}x real time{compiled})")
-    e = result["energy.total"]
-    if "energy_drift" in st:   # simulate measured it: a conservative model with zero inputs
+    if "energy.total" not in result:   # --signals named pose signals only: no dynamics evaluated
+        click.echo("energy   not evaluated (the --signals need no dynamics)")
+    elif "energy_drift" in st:   # simulate measured it: a conservative model with zero inputs
         drift = abs(st["energy_drift"])
         click.echo(f"energy   conservative model: drift max|E - E(0)| = {drift:.3g} J "
                    f"({drift / st['energy_exchanged']:.2g} times the energy its motion exchanges)")
     else:
+        e = result["energy.total"]
         click.echo(f"energy   E(0) = {_fmt(e[0])} J, E(end) = {_fmt(e[-1])} J "
                    "(not conservative: damping, drives or forces)")
     click.echo(f"final joint values at t = {_fmt(result.time[-1])} s:")

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .gauges import gauge_signals, gauges
-from .kernels.outputs import modal_rows, sample, state_outputs
+from .kernels.outputs import modal_rows, sample, sample_poses, state_outputs
 from .model.tables import JOINTS, POSITION
 from .system import System
 
@@ -157,6 +157,13 @@ def state_slots(system: System) -> np.ndarray:
     return np.r_[0:system.nq + system.nv, i:i + 3 * len(system.body_eta), g:output_width(system)]
 
 
+def pose_slots(system: System) -> np.ndarray:
+    """The slots of y that Evaluator.evaluate fills without the dynamics (dynamics=False): those
+    of the state (state_slots) and the sensors' poses and velocities."""
+    i_sens = system.nq + 3 * system.nv + 4
+    return np.union1d(state_slots(system), np.arange(i_sens, i_sens + 18 * len(system.sensors)))
+
+
 def output_width(system: System) -> int:
     """Length of y."""
     return current_start(system) + system.ni
@@ -218,9 +225,11 @@ class Evaluator:
         y at time t [s], state x, inputs u, as `evaluate` gives them; udot (nv) is scratch."""
         state_outputs(self.system.ref, t, x, u, y, udot, *self.modal, self.i_current)
 
-    def evaluate(self, t: np.ndarray, X: np.ndarray, U: np.ndarray, Y: np.ndarray) -> None:
+    def evaluate(self, t: np.ndarray, X: np.ndarray, U: np.ndarray, Y: np.ndarray, dynamics: bool = True) -> None:
         """Y[k] = y at time t[k] [s], state X[k] = [q; u; i], inputs U[k]. X is not changed; Y
-        holds the exact prescribed values of motion-driven coordinates."""
+        holds the exact prescribed values of motion-driven coordinates. dynamics False: only the
+        pose_slots, the others NaN (no accelerations, drive torques, energies or loop forces:
+        a sample of the 3-frame spin-up beam then costs its forward kinematics)."""
         S = self.system.arrays
         nq, nv, n = S.nq, S.nv, t.size
         nx = nq + nv + self.system.ni
@@ -229,7 +238,12 @@ class Evaluator:
                                 np.zeros((n, self.sensors.size, 18)), np.zeros((n, nx)),
                                 np.zeros((n, S.cr_a.size, 5)))
         Ud, Tau, En, Sens, Xo, Loop = self._scratch[n]
-        sample(self.system.ref, self.W, self.sensors, t, X, U, Xo, Ud, Tau, En, Sens, Loop)
+        if dynamics:
+            sample(self.system.ref, self.W, self.sensors, t, X, U, Xo, Ud, Tau, En, Sens, Loop)
+        else:
+            sample_poses(self.system.ref, self.W, self.sensors, t, X, U, Xo, Sens, Ud[0])
+            for a in (Ud, Tau, En, Loop):
+                a.fill(np.nan)
         nu = nq + nv
         Y[:, :nu] = Xo[:, :nu]
         Y[:, nu:nu + nv] = Ud

@@ -11,7 +11,7 @@ import numpy as np
 from . import arguments as args
 from .model.elements import METHODS, Model
 from .names import lookup
-from .signals import Evaluator, current_start, output_width, signal_table
+from .signals import Evaluator, current_start, output_width, pose_slots, signal_table
 from .solvers.stepper import Settings, SolverError, Stepper
 from .compile import compile_model
 from .system import System, model_argument
@@ -206,7 +206,7 @@ def simulate(model: Union[Model, System], t_end: float, *, method: Optional[str]
              step: Optional[float] = None, rtol: Optional[float] = None, atol: Optional[float] = None,
              max_step: Optional[float] = None, output_step: Optional[float] = None,
              inputs: InputSpec = None, x0: Optional[np.ndarray] = None, progress: bool = False,
-             interpolate: bool = False) -> Result:
+             interpolate: bool = False, signals: Optional[Sequence[str]] = None) -> Result:
     """Simulate from t = 0 to t_end [s].
 
     model: a Model (compiled here), a compiled System, or a model file path or shipped model
@@ -221,6 +221,12 @@ def simulate(model: Union[Model, System], t_end: float, *, method: Optional[str]
     steps (the spin-up beam at 10 ms samples, max_step 50 ms: 403 steps instead of 2,002), and
     the result then differs from an FMU's within the tolerance. Constant inputs and models
     without closed loops only; otherwise, and for the other methods, it changes nothing.
+    signals: the names the result must hold (default: every signal). When each follows from the
+    poses (joint coordinates and rates, sensors, tip deflections, gauges, motor currents), the
+    samples are evaluated without the dynamics, and the result holds those pose signals only
+    (no accelerations, drive torques, energies or loop forces, and no energy-drift check): an
+    output sample of the 3-frame spin-up beam is then its forward kinematics. An unknown name
+    is a KeyError naming the closest ones, before the run.
 
     Every argument is checked before the run: a ValueError names the argument and what was
     expected (t_end >= 0, positive finite steps, rtol and atol within their ranges
@@ -231,6 +237,7 @@ def simulate(model: Union[Model, System], t_end: float, *, method: Optional[str]
     model = model_argument("simulate", model)
     system = model if isinstance(model, System) else compile_model(model)
     mdl = system.model
+    dynamics = _needs_dynamics(system, signals)
     settings = settings_of(mdl, method=method, step=step, rtol=rtol, atol=atol, max_step=max_step)
     settings.check("simulate")
     dt = output_step or mdl.solver.output_step
@@ -257,7 +264,7 @@ def simulate(model: Union[Model, System], t_end: float, *, method: Optional[str]
     U[0, :len(system.inputs)] = _input_vector(system, inputs, 0.0)
     # the samples at once in numba (no Python between them) when nothing needs a call per sample
     at_once = stepper.samples_at_once and not callable(inputs) and t.size > 1
-    compile_time = prepare(system, settings, x, U[0], 0.0, progress, samples=at_once)
+    compile_time = prepare(system, settings, x, U[0], 0.0, progress, samples=at_once, dynamics=dynamics)
     bar = None
     if progress:
         from tqdm import tqdm
@@ -284,14 +291,15 @@ def simulate(model: Union[Model, System], t_end: float, *, method: Optional[str]
                 bar.update(1)
     except SolverError as err:
         # keep what was computed: the samples before the failing step
-        err.partial = _result(system, stepper.W, stats(), t[:k], X[:k], U[:k])
+        err.partial = _result(system, stepper.W, stats(), t[:k], X[:k], U[:k], dynamics)
         raise
     finally:
         if bar is not None:
             bar.close()
     warn_large_deflections(system, t, X)
-    result = _result(system, stepper.W, stats(), t, X, U)
-    check_energy(system, result, U[:, :len(system.inputs)], settings)
+    result = _result(system, stepper.W, stats(), t, X, U, dynamics)
+    if dynamics:
+        check_energy(system, result, U[:, :len(system.inputs)], settings)
     return result
 
 
@@ -319,11 +327,26 @@ def _natural(system: System, t: np.ndarray, settings: Settings, inputs: InputSpe
     return res
 
 
-def _result(system: System, W, stats: dict, t: np.ndarray, X: np.ndarray, U: np.ndarray) -> Result:
-    """Evaluate the output signals at the sampled states (W: a joint-coordinate workspace)."""
+def _needs_dynamics(system: System, names: Optional[Sequence[str]]) -> bool:
+    """Whether the signals `names` (None: all) need the samples' dynamics (Evaluator.evaluate);
+    a KeyError names an unknown one and the closest known."""
+    if names is None:
+        return True
+    table = {s.name: s.index for s in signal_table(system)}
+    poses = set(pose_slots(system).tolist())
+    return any(lookup(table, name, "signal") not in poses for name in names)
+
+
+def _result(system: System, W, stats: dict, t: np.ndarray, X: np.ndarray, U: np.ndarray,
+            dynamics: bool = True) -> Result:
+    """Evaluate the output signals at the sampled states (W: a joint-coordinate workspace);
+    without the dynamics, the pose signals only (Evaluator.evaluate)."""
     table = signal_table(system)
+    if not dynamics:
+        poses = set(pose_slots(system).tolist())
+        table = [s for s in table if s.index in poses]
     Y = np.zeros((t.size, output_width(system)))
-    Evaluator(system, W).evaluate(t, X, U, Y)
+    Evaluator(system, W).evaluate(t, X, U, Y, dynamics)
     sig = {s.name: np.ascontiguousarray(Y[:, s.index]) for s in table}
     units = {s.name: s.unit for s in table}
     states = np.hstack([Y[:, :system.nq + system.nv], Y[:, current_start(system):]])

@@ -22,11 +22,12 @@ from .system import System
 
 
 def prepare(system: System, settings: Settings, x: np.ndarray, inputs: np.ndarray, t: float = 0.0,
-            progress: bool = False, samples: bool = False) -> float:
+            progress: bool = False, samples: bool = False, dynamics: bool = True) -> float:
     """Compile or load every kernel a run of `system` with `settings` calls (the integrator
     entered for a zero-length step, the outputs evaluated once), on throwaway copies: nothing of
     the caller's changes; samples: the run integrates through its samples at once
-    (Stepper.advance_samples). Returns the seconds it took (compiling, when above
+    (Stepper.advance_samples); dynamics: its outputs are evaluated with the dynamics
+    (Evaluator.evaluate). Returns the seconds it took (compiling, when above
     compiling.NOTICE_AFTER)."""
     route = route_of(system.arrays)   # what compiles: kernels/structs.ROUTES
     with Compiling(f"{settings.method} {route}", f"the {settings.method} method on the {route} route",
@@ -38,5 +39,5 @@ def prepare(system: System, settings: Settings, x: np.ndarray, inputs: np.ndarra
             if samples:
                 stepper.advance_samples(np.array([t, t]), np.tile(x, (2, 1)), inputs)
         y = np.zeros((1, output_width(system)))
-        Evaluator(system, stepper.W).evaluate(np.array([t]), x[None, :].copy(), inputs[None, :], y)
+        Evaluator(system, stepper.W).evaluate(np.array([t]), x[None, :].copy(), inputs[None, :], y, dynamics)
     return compiling.seconds

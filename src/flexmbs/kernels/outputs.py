@@ -6,7 +6,7 @@ from numba import njit
 from .drives import MOTION, MOTOR, SERVO, TORQUE, apply_prescribed, drive_profile
 from .dynamics import accelerations
 from .energy import energies
-from .kinematics import marker_world
+from .kinematics import forward, marker_world
 from .linalg import copy1
 from .motor import motor_torque
 from .settings import JIT, kernel
@@ -83,7 +83,6 @@ def sample(S, W, sensors, t, X, inputs, Xout, Ud, Tau, En, Sens, Loop):
     [r (3), v (3), R row-major (9), w (3)] in the world frame, Loop[k, r] = loop constraint row r
     as [residual, multiplier, reaction direction (3, world)]."""
     nq, nu = S.nq, S.nq + S.nv
-    r, A, v, w = W.o_r, W.o_A, W.o_v, W.o_w
     for k in range(t.size):
         q = Xout[k, :nq]
         u = Xout[k, nq:nu]
@@ -103,10 +102,34 @@ def sample(S, W, sensors, t, X, inputs, Xout, Ud, Tau, En, Sens, Loop):
             Ud[k, :] = np.nan
             Tau[k, :] = np.nan
             Loop[k, :, 1] = np.nan
-        for s in range(sensors.size):
-            marker_world(S, W, sensors[s], q, u, r, A, v, w, W.o_Jv, W.o_Jw, W.o_a, W.o_al, False)
-            Sens[k, s, 0:3] = r
-            Sens[k, s, 3:6] = v
-            for i in range(3):
-                Sens[k, s, 6 + 3 * i:9 + 3 * i] = A[i]
-            Sens[k, s, 15:18] = w
+        sensor_rows(S, W, sensors, q, u, Sens[k])
+
+
+@njit(**JIT)
+def sample_poses(S, W, sensors, t, X, inputs, Xout, Sens, udot):
+    """What `sample` gives without the dynamics: Xout[k] (the state with exact prescribed
+    values) and the sensors Sens[k], the bodies' world motion from kinematics.forward; udot (nv)
+    is scratch for the profile accelerations."""
+    nq, nu = S.nq, S.nq + S.nv
+    for k in range(t.size):
+        q = Xout[k, :nq]
+        u = Xout[k, nq:nu]
+        copy1(X[k], Xout[k])
+        apply_prescribed(S, t[k], q, u, inputs[k], udot)
+        forward(S, W, q, u)
+        sensor_rows(S, W, sensors, q, u, Sens[k])
+
+
+@kernel
+def sensor_rows(S, W, sensors, q, u, rows):
+    """rows[s] = sensor s as [r (3), v (3), R row-major (9), w (3)] in the world frame, from the
+    bodies' world motion in W at (q, u)."""
+    r, A, v, w = W.o_r, W.o_A, W.o_v, W.o_w
+    for s in range(sensors.size):
+        marker_world(S, W, sensors[s], q, u, r, A, v, w, W.o_Jv, W.o_Jw, W.o_a, W.o_al, False)
+        for i in range(3):   # element by element: a kernel has no runtime for slice copies
+            rows[s, i] = r[i]
+            rows[s, 3 + i] = v[i]
+            rows[s, 15 + i] = w[i]
+            for j in range(3):
+                rows[s, 6 + 3 * i + j] = A[i, j]
