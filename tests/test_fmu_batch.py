@@ -150,3 +150,39 @@ def test_build_command_builds_side_by_side_and_keeps_the_good_ones(tmp_path: Pat
     assert sorted(p.name for p in out.iterdir()) == ["dc_motor.fmu", "double_pendulum.fmu", "flywheel.fmu"]
     assert run_.stdout.count("valid (fmpy validate, fmutool -check)") == 3
     assert read_model_description(str(out / "flywheel.fmu")).modelName == "flywheel"
+
+
+def test_kernels_are_copied_whole_while_a_build_beside_saves_them(tmp_path: Path) -> None:
+    """A build copies the kernels its FMU carries while a build beside it may be saving the same
+    kernel for another route: an index is read with its data files under the kernel's lock,
+    which every save holds. Here a save in progress holds the lock, has written an index that
+    names a second data file and not yet that file: the copy waits for the save and carries the
+    index with both data files (read without the lock, it found the index naming a file that was
+    not there yet)."""
+    import pickle
+    import threading
+
+    from flexmbs._cache import kernel_lock
+    from flexmbs.fmi.kernels import index_data_names, snapshot
+
+    folder = tmp_path / "generic" / "flexmbs"
+    folder.mkdir(parents=True)
+    index = folder / "f-1.py311.nbi"
+
+    def write_index(names: list[str]) -> None:
+        index.write_bytes(pickle.dumps("0.68") + pickle.dumps(("stamp", {(k,): n for k, n in enumerate(names)})))
+
+    write_index(["f-1.py311.1.nbc"])
+    (folder / "f-1.py311.1.nbc").write_bytes(b"first")
+    copied: list[dict] = []
+    with kernel_lock(index):
+        write_index(["f-1.py311.1.nbc", "f-1.py311.2.nbc"])
+        reader = threading.Thread(target=lambda: copied.append(snapshot(tmp_path / "generic", [str(index)])))
+        reader.start()
+        time.sleep(0.3)             # the copy's chance to read too early, were it not locked out
+        (folder / "f-1.py311.2.nbc").write_bytes(b"second")
+    reader.join(timeout=WAIT)
+    assert copied, "the copy failed"
+    files = copied[0]
+    assert index_data_names(files["flexmbs/f-1.py311.nbi"]) == {"f-1.py311.1.nbc", "f-1.py311.2.nbc"}
+    assert files["flexmbs/f-1.py311.2.nbc"] == b"second"

@@ -149,8 +149,8 @@ def _carry(fmu: Path, work: Path, python_src: Path, requires: dict, carry: Carry
     with zipfile.ZipFile(fmu, "a", zipfile.ZIP_DEFLATED) as z:
         if kernels is not None:
             manifest, files = kernels
-            for rel, path in files.items():
-                z.write(path, f"resources/kernels/{rel}")
+            for rel, data in files.items():
+                z.writestr(f"resources/kernels/{rel}", data)
             z.writestr("resources/kernels/manifest.json", json.dumps(manifest, indent=1))
         if runtime is not None:
             add_runtime(z, work / "runtime")

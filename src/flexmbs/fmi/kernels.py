@@ -14,8 +14,10 @@ whatever that machine keeps under its name), with a manifest of their digests.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
+import pickle
 import platform
 import subprocess
 import sys
@@ -23,7 +25,7 @@ import tempfile
 from importlib.metadata import version
 from pathlib import Path
 
-from flexmbs._cache import kernel_cache
+from flexmbs._cache import kernel_cache, kernel_lock
 from flexmbs.compiling import Compiling
 
 # [s] compiling the kernels of a first FMU from an empty cache (three methods, one route), wall
@@ -63,7 +65,7 @@ for method in ("rk4", "dopri5", "implicit"):
     fmu.terminate()
     fmu.freeInstance()
 shutil.rmtree(folder, ignore_errors=True)
-used, misses, functions = {}, 0, []
+used, misses, functions = set(), 0, []
 for name, module in list(sys.modules.items()):
     if not name.startswith("flexmbs."):
         continue
@@ -72,11 +74,9 @@ for name, module in list(sys.modules.items()):
             continue
         misses += sum(obj.stats.cache_misses.values())
         if obj.stats.cache_hits:
-            cache = obj._cache._cache_file
-            index = cache._load_index()
-            used[cache._index_path] = sorted(set(index.values()))
+            used.add(obj._cache._cache_file._index_path)
             functions.append(f"{obj.py_func.__module__}.{obj.py_func.__qualname__}")
-json.dump({"used": used, "misses": misses, "functions": sorted(set(functions))}, open(out, "w"))
+json.dump({"used": sorted(used), "misses": misses, "functions": sorted(set(functions))}, open(out, "w"))
 """
 
 
@@ -117,13 +117,40 @@ def _estimate(folder: Path, log: Path, functions: list[str]) -> float:
     return round(sum(known.get(f, 0.0) for f in functions), 1)
 
 
-def carry_kernels(fmu: Path, bundle_root: Path, route: str) -> tuple[dict, dict[str, Path]]:
+def index_data_names(raw: bytes) -> set[str]:
+    """The data files a numba cache index (its bytes) names: a pickled format version, then the
+    pickled (source stamp, {key: data file name}) (numba.core.caching.IndexDataCacheFile)."""
+    stream = io.BytesIO(raw)
+    pickle.load(stream)
+    _, overloads = pickle.loads(stream.read())
+    return set(overloads.values())
+
+
+def snapshot(generic: Path, indexes: list[str]) -> dict[str, bytes]:
+    """The bytes of each index file and of every data file it names, by path relative to the
+    cache's `generic` folder, each index read with its data files under that kernel's lock
+    (_cache.kernel_lock, which every save of the kernel holds): a build beside this one
+    (fmi/batch.py) may be saving the same kernel for its own route, and files read part before
+    and part after its save did not match (a Huang's-arm FMU built beside the composite route's
+    compile carried an index whose digest failed on the receiving machine, 2026-11-28)."""
+    files: dict[str, bytes] = {}
+    for index in map(Path, indexes):
+        with kernel_lock(index):
+            raw = index.read_bytes()
+            files[index.relative_to(generic).as_posix()] = raw
+            for name in sorted(index_data_names(raw)):
+                files[(index.parent / name).relative_to(generic).as_posix()] = (index.parent / name).read_bytes()
+    return files
+
+
+def carry_kernels(fmu: Path, bundle_root: Path, route: str) -> tuple[dict, dict[str, bytes]]:
     """Compile (or load from this user's cache) the generic-CPU kernels the FMU at `fmu` runs
     from its sources `bundle_root` (the folder holding the bundled flexmbs), a plant on the
     forward-dynamics `route` (kernels/structs.ROUTES: each compiles kernels of its own, so the
     compile notice's estimate is the one of the same route; 63-96 s measured). Returns the
-    manifest (resources/kernels/manifest.json) and the files to carry by path relative to the
-    cache's generic folder. Raises RuntimeError when the run fails or still compiles."""
+    manifest (resources/kernels/manifest.json) and the files to carry (their bytes, as
+    `snapshot` read them) by path relative to the cache's generic folder. Raises RuntimeError
+    when the run fails or still compiles."""
     base = kernel_cache(bundle_root / "flexmbs")
     with tempfile.TemporaryDirectory(prefix="flexmbs_kernels_") as tmp:
         work, log = Path(tmp), Path(tmp) / "compiles.jsonl"
@@ -139,12 +166,8 @@ def carry_kernels(fmu: Path, bundle_root: Path, route: str) -> tuple[dict, dict[
                 raise RuntimeError(f"the FMU's kernels still compiled in a second run ({found['misses']} compiles): "
                                    "numba does not cache them")
         seconds = _estimate(base, log, found["functions"])
-    generic = base / "generic"
-    files: dict[str, Path] = {}
-    for index, data in found["used"].items():
-        for path in (Path(index), *(Path(index).parent / d for d in data)):
-            files[path.relative_to(generic).as_posix()] = path
+    files = snapshot(base / "generic", found["used"])
     manifest = {"python": "%d.%d" % sys.version_info[:2], "numba": version("numba"), "machine": platform.machine(),
-                "files": {rel: hashlib.sha256(p.read_bytes()).hexdigest() for rel, p in sorted(files.items())},
+                "files": {rel: hashlib.sha256(data).hexdigest() for rel, data in sorted(files.items())},
                 "index": sorted(rel for rel in files if rel.endswith(".nbi")), "seconds": seconds}
     return manifest, files
