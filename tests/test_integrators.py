@@ -151,6 +151,21 @@ def test_implicit_samples_between_its_steps_follow_the_tolerance():
         assert rtol < 1e-6 or r.stats["steps"] < 2000 / 4, (rtol, r.stats["steps"])
 
 
+def test_implicit_samples_across_blocks_are_those_of_one_block(monkeypatch):
+    """The interpolating implicit run goes through its samples in numba calls of a block each
+    (stepper.IMPLICIT_BLOCK, 7 here: 143 blocks); each call lands on its block's last sample
+    and the next goes on from there. Every sample is filled and within 10 rtol of the one-block
+    run and of cos(omega t), on both sides of every block boundary."""
+    I, k, rtol = 1.0, (2 * np.pi) ** 2, 1e-6
+    system = compile_model(joint_oscillator(I, k, 0.0))
+    whole = simulate(system, 1.0, method="implicit", rtol=rtol, max_step=0.05, output_step=1e-3, interpolate=True)
+    monkeypatch.setattr(stepper_module, "IMPLICIT_BLOCK", 7)
+    blocks = simulate(system, 1.0, method="implicit", rtol=rtol, max_step=0.05, output_step=1e-3, interpolate=True)
+    assert blocks.time.size == 1001 and np.all(np.isfinite(blocks["j.q"]))
+    assert np.abs(blocks["j.q"] - whole["j.q"]).max() < 10 * rtol
+    assert np.abs(blocks["j.q"] - exact_oscillator(blocks.time, I, k, 0.0)).max() < 10 * rtol
+
+
 def test_implicit_samples_of_a_stiff_beam_agree_with_landing_on_them():
     """The 3-frame spin-up beam (interface and static shapes: stiff) at rtol 1e-3: stepping up
     to 50 ms past its 10 ms samples (about 400 steps) against landing on each (2,002 steps of

@@ -187,7 +187,7 @@ def _subset(result: Result, names: Sequence[str]) -> Result:
               help="Save a plot of the signals to this PNG file.")
 @click.option("--signals", "signals_text", default=None, metavar="A,B,...",
               help="Only these signals in the CSV and plot (e.g. elbow.q,link2.tip_deflection[2]); when none "
-                   "needs the dynamics (accelerations, torques, energies, loop forces), they are not evaluated.")
+                   "needs the dynamics (accelerations, torques, energies, loop residuals and forces), they are not evaluated.")
 @click.option("--input", "input_values", multiple=True, metavar="NAME=VALUE",
               help="Hold an input constant during the run, e.g. elbow.tau=0.5 (repeatable).")
 @click.option("--progress/--no-progress", default=True, show_default=True,

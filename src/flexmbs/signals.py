@@ -241,7 +241,7 @@ class Evaluator:
         if dynamics:
             sample(self.system.ref, self.W, self.sensors, t, X, U, Xo, Ud, Tau, En, Sens, Loop)
         else:
-            sample_poses(self.system.ref, self.W, self.sensors, t, X, U, Xo, Sens, Ud[0])
+            sample_poses(self.system.ref, self.W, self.sensors, t, X, U, Xo, Sens, np.zeros(nv))
             for a in (Ud, Tau, En, Loop):
                 a.fill(np.nan)
         nu = nq + nv

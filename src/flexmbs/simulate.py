@@ -226,7 +226,8 @@ def simulate(model: Union[Model, System], t_end: float, *, method: Optional[str]
     samples are evaluated without the dynamics, and the result holds those pose signals only
     (no accelerations, drive torques, energies or loop forces, and no energy-drift check): an
     output sample of the 3-frame spin-up beam is then its forward kinematics. An unknown name
-    is a KeyError naming the closest ones, before the run.
+    is a KeyError naming the closest ones, before the run. (The natural formulation's result is
+    always whole.)
 
     Every argument is checked before the run: a ValueError names the argument and what was
     expected (t_end >= 0, positive finite steps, rtol and atol within their ranges
@@ -237,7 +238,7 @@ def simulate(model: Union[Model, System], t_end: float, *, method: Optional[str]
     model = model_argument("simulate", model)
     system = model if isinstance(model, System) else compile_model(model)
     mdl = system.model
-    dynamics = _needs_dynamics(system, signals)
+    dynamics = mdl.solver.formulation == "natural" or _needs_dynamics(system, signals)   # names checked first
     settings = settings_of(mdl, method=method, step=step, rtol=rtol, atol=atol, max_step=max_step)
     settings.check("simulate")
     dt = output_step or mdl.solver.output_step
@@ -254,7 +255,7 @@ def simulate(model: Union[Model, System], t_end: float, *, method: Optional[str]
     if t[-1] < t_end - 1e-12:
         t = np.append(t, t_end)
     t[-1] = t_end
-    if mdl.solver.formulation == "natural":
+    if mdl.solver.formulation == "natural":   # its result is whole: `signals` changes nothing
         return _natural(system, t, settings, inputs, x0)
     stepper = Stepper(system, settings, interpolate=interpolate)
     x = system.x0 if x0 is None else np.array(x0, dtype=float)

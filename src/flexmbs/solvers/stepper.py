@@ -415,8 +415,9 @@ class Stepper:
     def advance_samples(self, t: np.ndarray, X: np.ndarray, inputs: np.ndarray,
                         done: Callable[[int], object] | None = None) -> tuple[int, SolverError | None]:
         """Integrate from X[0] through the sample times t [s] with constant inputs, each
-        sample's state into X[k], in numba calls of up to SAMPLE_BLOCK RK4 steps or
-        IMPLICIT_BLOCK implicit ones: with `advance` per sample the Python around each call
+        sample's state into X[k], in numba calls of up to SAMPLE_BLOCK RK4 steps, or for the
+        implicit method the samples that IMPLICIT_BLOCK steps of max_step span (more steps when
+        its accuracy takes shorter ones): with `advance` per sample the Python around each call
         (8 us) was a fifth of a double pendulum's run at 10 ms samples, and between blocks
         Python can raise a KeyboardInterrupt (numba code does not) and `done(samples)` counts
         a block's samples (a progress bar). RK4 lands on every sample; the implicit method with
@@ -441,7 +442,7 @@ class Stepper:
                 status, filled = self._implicit(t[start], x, t[end], inputs, t[start + 1:end + 1], X[start + 1:end + 1])
                 filled += 1   # X[start] was good before the call
             if status != OK:
-                return start + filled, self._failure(status, t[start + filled])
+                return start + filled, self._failure(status, t[min(start + filled, t.size - 1)])
             if done is not None:
                 done(end - start)
         return t.size, None
