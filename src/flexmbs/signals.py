@@ -49,7 +49,7 @@ def signal_table(system: System) -> list[Signal]:
     """Every output signal of the system, in a fixed order."""
     nq, nv = system.nq, system.nv
     i_ud, i_tau, i_en = nq + nv, nq + 2 * nv, nq + 3 * nv
-    i_sens = i_en + 4
+    i_sens = sensor_start(system)
     i_tip = tip_start(system)
     out: list[Signal] = []
 
@@ -135,9 +135,15 @@ def tip_marker(d):
     return d.marker(node=int(np.argmax(np.linalg.norm(d.node_positions, axis=1))))
 
 
+def sensor_start(system: System) -> int:
+    """Index in y of the first sensor signal (after the states, accelerations, drive torques
+    and the four energies)."""
+    return system.nq + 3 * system.nv + 4
+
+
 def tip_start(system: System) -> int:
     """Index in y of the first tip deflection."""
-    return system.nq + 3 * system.nv + 4 + 18 * len(system.sensors)
+    return sensor_start(system) + 18 * len(system.sensors)
 
 
 def gauge_start(system: System) -> int:
@@ -160,7 +166,7 @@ def state_slots(system: System) -> np.ndarray:
 def pose_slots(system: System) -> np.ndarray:
     """The slots of y that Evaluator.evaluate fills without the dynamics (dynamics=False): those
     of the state (state_slots) and the sensors' poses and velocities."""
-    i_sens = system.nq + 3 * system.nv + 4
+    i_sens = sensor_start(system)
     return np.union1d(state_slots(system), np.arange(i_sens, i_sens + 18 * len(system.sensors)))
 
 
