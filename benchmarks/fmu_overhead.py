@@ -283,6 +283,7 @@ def main() -> None:
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="fmu_overhead_") as tmp:
         folder = Path(tmp)
+        tempfile.tempdir = tmp      # fmpy extracts each FMU it opens there, removed with it
         exe = c_binary(folder, "c_host", C_HOST)
         results = [bench_plant(folder, m, args.steps, args.rounds, exe) for m in ("rk4", None)]
         servo = None if args.no_servo else bench_servo(folder)

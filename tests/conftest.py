@@ -3,8 +3,11 @@ session into one folder."""
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -17,6 +20,23 @@ MODELS = models_dir()
 # models (benchmarks/models.py: the chain of coupled four-bars) are test mechanisms too
 sys.path.insert(0, str(ROOT / "examples"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def scratch(tmp_path_factory):
+    """Every temporary file of the session, of the tests and of the processes they start, in one
+    folder removed at its end: fmpy extracts each FMU it opens into a new temporary folder
+    (10-140 MB) that many hosts in the tests, like hosts in the field, never remove."""
+    folder = tmp_path_factory.mktemp("scratch")
+    before = os.environ.get("TMPDIR"), tempfile.tempdir
+    os.environ["TMPDIR"] = tempfile.tempdir = str(folder)
+    yield folder
+    if before[0] is None:
+        del os.environ["TMPDIR"]
+    else:
+        os.environ["TMPDIR"] = before[0]
+    tempfile.tempdir = before[1]
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
