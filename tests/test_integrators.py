@@ -199,6 +199,22 @@ def test_rk4_warns_past_its_stability_bound():
     assert np.isfinite(r["j.q"]).all()
 
 
+def test_rk4_stability_bound_of_eigenvalues_on_the_region_edge():
+    """RK4's stability region (|1 + z + z^2/2 + z^3/6 + z^4/24| <= 1) meets the imaginary axis at
+    |z| = 2 sqrt(2) and the negative real axis at z = -2.7853 (R(-x) = 1: the real root of x^3/24 - x^2/6 + x/2 - 1);
+    the bound of a set is the smallest |z| / |lambda| along its rays, physically growing modes
+    (Re lambda > 0.1 |lambda|) and zero eigenvalues set none."""
+    from flexmbs.solvers.stepper import rk4_stability_bound
+
+    edge = 2.785293563405282
+    assert abs(np.polyval([1 / 24, -1 / 6, 1 / 2, -1], edge)) < 1e-12
+    bound, lam = rk4_stability_bound(np.array([200j, -200j, -50.0, 0.0, 30.0, 1 + 100j]))
+    assert bound == pytest.approx(2 * np.sqrt(2) / 200.0, rel=1e-4) and abs(lam) == pytest.approx(200.0)
+    bound, lam = rk4_stability_bound(np.array([-1000.0, 10j, -10j]))
+    assert bound == pytest.approx(edge / 1000.0, rel=1e-4) and lam == -1000.0
+    assert rk4_stability_bound(np.array([0.0, 5.0, 3 + 1j])) == (np.inf, None)
+
+
 def test_rk4_failure_keeps_every_sample_before_it():
     """Undamped oscillator omega = 200 rad/s stepped at 1.5x RK4's bound: each step multiplies
     the mode's amplitude sqrt(q^2 + (qdot/omega)^2) by |R(i h omega)| exactly (R the RK4
