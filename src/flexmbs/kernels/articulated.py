@@ -29,7 +29,7 @@ couple bodies outside the tree, and models with them use the composite route
 
 import numpy as np
 
-from .body import body_terms, rigid_terms
+from .body import body_terms, gyroscopic_force, weight
 from .drives import MOTION, apply_prescribed, joint_forces
 from .joints import joint_kinematics
 from .kinematics import marker_local, marker_world
@@ -56,9 +56,8 @@ def articulated_accelerations(S, W, t, q, u, inputs, udot):
 
 
 # rows of the 3-vector scratch ab_V3 used by the kinematics pass (all in the parent's axes)
-(_VP, _WP, _AP, _ALP, _S, _SD, _WR, _SB, _WB, _PW, _TV, _TW, _WREL, _VREL, _CW, _WM, _VM, _AM, _ALM,
- _WI, _VC, _ALI, _AC, _DP, _VI, _AI, _T1) = range(27)
-N_V3 = 27
+(_VP, _WP, _AP, _ALP, _S, _SD, _WR, _SB, _WB, _PW, _WREL, _VREL, _CW, _ALI, _DP, _AI, _T1) = range(17)
+N_V3 = 17
 
 
 @kernel
@@ -67,20 +66,6 @@ def _cr(V, x, y, o, alpha):
     V[o, 0] += alpha * (V[x, 1] * V[y, 2] - V[x, 2] * V[y, 1])
     V[o, 1] += alpha * (V[x, 2] * V[y, 0] - V[x, 0] * V[y, 2])
     V[o, 2] += alpha * (V[x, 0] * V[y, 1] - V[x, 1] * V[y, 0])
-
-
-@kernel
-def _rot(R, V, x, o):
-    """V[o] = R V[x]."""
-    for j in range(3):
-        V[o, j] = R[j, 0] * V[x, 0] + R[j, 1] * V[x, 1] + R[j, 2] * V[x, 2]
-
-
-@kernel
-def _sum(V, x, y, o):
-    """V[o] = V[x] + V[y]."""
-    for j in range(3):
-        V[o, j] = V[x, j] + V[y, j]
 
 
 @kernel
@@ -144,7 +129,7 @@ def _parent_motion(S, W, i, q, u):
 @kernel(inline=True)
 def _joint_motion(S, W, i, q, u):
     """Pass 1, body i: its joint's pose, motion subspaces (W.ab_Sv, W.ab_Sw) and their rates in
-    the parent's axes (_TV, _TW, _PW, _CW, _WREL, _VREL), and the rotations W.ab_Rc (joint's
+    the parent's axes (_PW, _CW, _WREL, _VREL), and the rotations W.ab_Rc (joint's
     parent-marker axes to child) and W.ab_E (parent to child axes)."""
     ju, jnv, jq, jtype, axis1, axis2, c_R = S.ju, S.jnv, S.jq, S.jtype, S.axis1, S.axis2, S.c_R
     E, Rc, RM, V = W.ab_E, W.ab_Rc, W.ab_RM, W.ab_V3
@@ -157,79 +142,113 @@ def _joint_motion(S, W, i, q, u):
             Sv[j, c] = 0.0
             Sw[j, c] = 0.0
     joint_kinematics(jtype[i], axis1, axis2, i, q, jq[i], u, j0, pJ, RJ, Sv, Sw, cw, R1, R2, bj)
+    tv0 = tv1 = tv2 = tw0 = tw1 = tw2 = 0.0
+    for c in range(nvj):
+        uc = u[j0 + c]
+        tv0 += Sv[0, c] * uc
+        tv1 += Sv[1, c] * uc
+        tv2 += Sv[2, c] * uc
+        tw0 += Sw[0, c] * uc
+        tw1 += Sw[1, c] * uc
+        tw2 += Sw[2, c] * uc
+    pw = _rotate(RM, (pJ[0], pJ[1], pJ[2]))
+    cwm = _rotate(RM, (cw[0], cw[1], cw[2]))
+    wrel = _rotate(RM, (tw0, tw1, tw2))
+    vrel = _rotate(RM, (tv0, tv1, tv2))
     for j in range(3):
-        tv = 0.0
-        tw = 0.0
-        for c in range(nvj):
-            tv += Sv[j, c] * u[j0 + c]
-            tw += Sw[j, c] * u[j0 + c]
-        V[_TV, j] = tv
-        V[_TW, j] = tw
-        V[_PW, j] = RM[j, 0] * pJ[0] + RM[j, 1] * pJ[1] + RM[j, 2] * pJ[2]
-        V[_CW, j] = RM[j, 0] * cw[0] + RM[j, 1] * cw[1] + RM[j, 2] * cw[2]
-    _rot(RM, V, _TW, _WREL)
-    _rot(RM, V, _TV, _VREL)
+        V[_PW, j] = pw[j]
+        V[_CW, j] = cwm[j]
+        V[_WREL, j] = wrel[j]
+        V[_VREL, j] = vrel[j]
     # E = c_R RJ^T RM^T (parent axes -> child axes), Rc = c_R RJ^T (joint's parent-marker axes -> child)
     for j in range(3):
+        c0, c1, c2 = c_R[i, j, 0], c_R[i, j, 1], c_R[i, j, 2]
+        r0 = c0 * RJ[0, 0] + c1 * RJ[0, 1] + c2 * RJ[0, 2]
+        r1 = c0 * RJ[1, 0] + c1 * RJ[1, 1] + c2 * RJ[1, 2]
+        r2 = c0 * RJ[2, 0] + c1 * RJ[2, 1] + c2 * RJ[2, 2]
+        Rc[j, 0], Rc[j, 1], Rc[j, 2] = r0, r1, r2
         for l in range(3):
-            Rc[j, l] = c_R[i, j, 0] * RJ[l, 0] + c_R[i, j, 1] * RJ[l, 1] + c_R[i, j, 2] * RJ[l, 2]
-    for j in range(3):
-        for l in range(3):
-            E[j, l] = Rc[j, 0] * RM[l, 0] + Rc[j, 1] * RM[l, 1] + Rc[j, 2] * RM[l, 2]
+            E[j, l] = r0 * RM[l, 0] + r1 * RM[l, 1] + r2 * RM[l, 2]
+
+
+@kernel(inline=True)
+def _row(V, k):
+    """Row k of the 3-vector scratch as a tuple (held in registers by the caller)."""
+    return V[k, 0], V[k, 1], V[k, 2]
+
+
+@kernel(inline=True)
+def _cross(a, b):
+    """a x b of two 3-tuples."""
+    return a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]
+
+
+@kernel(inline=True)
+def _plus(a, b):
+    """a + b of two 3-tuples."""
+    return a[0] + b[0], a[1] + b[1], a[2] + b[2]
+
+
+@kernel(inline=True)
+def _plus_times(a, alpha, b):
+    """a + alpha b of two 3-tuples."""
+    return a[0] + alpha * b[0], a[1] + alpha * b[1], a[2] + alpha * b[2]
+
+
+@kernel(inline=True)
+def _rotate(E, a):
+    """E a for a 3 x 3 array E and a 3-tuple a."""
+    return (E[0, 0] * a[0] + E[0, 1] * a[1] + E[0, 2] * a[2],
+            E[1, 0] * a[0] + E[1, 1] * a[1] + E[1, 2] * a[2],
+            E[2, 0] * a[0] + E[2, 1] * a[1] + E[2, 2] * a[2])
 
 
 @kernel(inline=True)
 def _child_motion(S, W, i):
-    """Pass 1, body i: the motion of its parent marker, child marker and origin composed in the
-    parent's axes, then its velocity W.ab_Vb[i] and velocity-product acceleration W.ab_cb[i] in
-    its own axes."""
+    """Pass 1, body i: the motion of its parent marker (m), child marker and origin composed in
+    the parent's axes, then its velocity W.ab_Vb[i] and velocity-product acceleration W.ab_cb[i]
+    in its own axes. The composition runs on tuples, which stay in registers (through the
+    scratch rows, each term was a store and a load on the critical path); the rows _DP, _AI,
+    _ALI that later steps read are written at the end."""
     c_pos = S.c_pos
-    cb, Vb, E, V, vb, wb = W.ab_cb, W.ab_Vb, W.ab_E, W.ab_V3, W.ab_vb, W.ab_wb
-    # parent marker, child marker, child origin (offset dp = -E^T c_pos)
-    _sum(V, _WP, _WR, _WM)
-    _sum(V, _VP, _SD, _VM)
-    _cr(V, _WP, _S, _VM, 1.0)
-    _sum(V, _AP, _SB, _AM)
-    _cr(V, _ALP, _S, _AM, 1.0)
+    cb, Vb, E, V = W.ab_cb, W.ab_Vb, W.ab_E, W.ab_V3
+    wp, vp, ap, alp = _row(V, _WP), _row(V, _VP), _row(V, _AP), _row(V, _ALP)
+    s, sd, wr = _row(V, _S), _row(V, _SD), _row(V, _WR)
+    pw, wrel, vrel = _row(V, _PW), _row(V, _WREL), _row(V, _VREL)
+    # parent marker: w_m = w_p + w_r, v_m = v_p + sd + w_p x s,
+    # a_m = a_p + sb + al_p x s + w_p x (w_p x s) + 2 w_p x sd, al_m = al_p + wb + w_p x w_r
+    wm = _plus(wp, wr)
+    vm = _plus(_plus(vp, sd), _cross(wp, s))
+    am = _plus(_plus(_plus(ap, _row(V, _SB)), _cross(alp, s)), _cross(wp, _cross(wp, s)))
+    am = _plus_times(am, 2.0, _cross(wp, sd))
+    alm = _plus(_plus(alp, _row(V, _WB)), _cross(wp, wr))
+    # child marker, through the joint's offset pw and relative motion (w_rel, v_rel, cw)
+    wi = _plus(wm, wrel)
+    vc = _plus(_plus(vm, vrel), _cross(wm, pw))
+    ali = _plus(_plus(alm, _row(V, _CW)), _cross(wm, wrel))
+    ac = _plus(_plus(am, _cross(alm, pw)), _cross(wm, _cross(wm, pw)))
+    ac = _plus_times(ac, 2.0, _cross(wm, vrel))
+    # child origin, offset dp = -E^T c_pos
+    dp = (-(E[0, 0] * c_pos[i, 0] + E[1, 0] * c_pos[i, 1] + E[2, 0] * c_pos[i, 2]),
+          -(E[0, 1] * c_pos[i, 0] + E[1, 1] * c_pos[i, 1] + E[2, 1] * c_pos[i, 2]),
+          -(E[0, 2] * c_pos[i, 0] + E[1, 2] * c_pos[i, 1] + E[2, 2] * c_pos[i, 2]))
+    vi = _plus(vc, _cross(wi, dp))
+    ai = _plus(_plus(ac, _cross(ali, dp)), _cross(wi, _cross(wi, dp)))
     for j in range(3):
-        V[_T1, j] = 0.0
-    _cr(V, _WP, _S, _T1, 1.0)
-    _cr(V, _WP, _T1, _AM, 1.0)
-    _cr(V, _WP, _SD, _AM, 2.0)
-    _sum(V, _ALP, _WB, _ALM)
-    _cr(V, _WP, _WR, _ALM, 1.0)
-    _sum(V, _WM, _WREL, _WI)
-    _sum(V, _VM, _VREL, _VC)
-    _cr(V, _WM, _PW, _VC, 1.0)
-    _sum(V, _ALM, _CW, _ALI)
-    _cr(V, _WM, _WREL, _ALI, 1.0)
-    for j in range(3):
-        V[_AC, j] = V[_AM, j]
-        V[_T1, j] = 0.0
-        V[_DP, j] = -(E[0, j] * c_pos[i, 0] + E[1, j] * c_pos[i, 1] + E[2, j] * c_pos[i, 2])
-    _cr(V, _ALM, _PW, _AC, 1.0)
-    _cr(V, _WM, _PW, _T1, 1.0)
-    _cr(V, _WM, _T1, _AC, 1.0)
-    _cr(V, _WM, _VREL, _AC, 2.0)
-    for j in range(3):
-        V[_VI, j] = V[_VC, j]
-        V[_AI, j] = V[_AC, j]
-        V[_T1, j] = 0.0
-    _cr(V, _WI, _DP, _VI, 1.0)
-    _cr(V, _ALI, _DP, _AI, 1.0)
-    _cr(V, _WI, _DP, _T1, 1.0)
-    _cr(V, _WI, _T1, _AI, 1.0)
+        V[_DP, j] = dp[j]
+        V[_AI, j] = ai[j]
+        V[_ALI, j] = ali[j]
     # into child axes: velocity and velocity-product acceleration [E a - w x v; E al]
+    vb, wb = _rotate(E, vi), _rotate(E, wi)
+    eb, eal = _rotate(E, ai), _rotate(E, ali)
+    wv = _cross(wb, vb)
     for j in range(3):
-        vb[j] = E[j, 0] * V[_VI, 0] + E[j, 1] * V[_VI, 1] + E[j, 2] * V[_VI, 2]
-        wb[j] = E[j, 0] * V[_WI, 0] + E[j, 1] * V[_WI, 1] + E[j, 2] * V[_WI, 2]
-        cb[i, j] = E[j, 0] * V[_AI, 0] + E[j, 1] * V[_AI, 1] + E[j, 2] * V[_AI, 2]
-        cb[i, 3 + j] = E[j, 0] * V[_ALI, 0] + E[j, 1] * V[_ALI, 1] + E[j, 2] * V[_ALI, 2]
+        W.ab_vb[j] = vb[j]
+        W.ab_wb[j] = wb[j]
         Vb[i, j] = vb[j]
         Vb[i, 3 + j] = wb[j]
-    cb[i, 0] -= wb[1] * vb[2] - wb[2] * vb[1]
-    cb[i, 1] -= wb[2] * vb[0] - wb[0] * vb[2]
-    cb[i, 2] -= wb[0] * vb[1] - wb[1] * vb[0]
+        cb[i, j] = eb[j] - wv[j]
+        cb[i, 3 + j] = eal[j]
 
 
 @kernel(inline=True)
@@ -314,10 +333,15 @@ def _own_inertia(S, W, i):
     IA, pA, eta, etad, vb, wb, gb = W.ab_IA, W.ab_pA, W.ab_eta, W.ab_etad, W.ab_vb, W.ab_wb, W.ab_g
     hb, Fb = W.ab_hb, W.ab_Fb
     # the body's mass matrix is its inertia before its children's join it: written in place
-    if n == 0:
-        rigid_terms(Mc, i, vb, wb, gb, IA[i], hb, Fb)
-    else:
-        body_terms(S, W, i, eta, etad, vb, wb, gb, IA[i], hb, Fb)
+    if n == 0:      # a rigid body: its constant inertia, forces straight into pA
+        h = gyroscopic_force(Mc, i, 0, vb, wb, vb)
+        F = weight(Mc, i, gb)
+        for j in range(6):
+            pA[i, j] = h[j] - F[j]
+            for kk in range(6):
+                IA[i, j, kk] = Mc[i, j, kk]
+        return
+    body_terms(S, W, i, eta, etad, vb, wb, gb, IA[i], hb, Fb)
     for j in range(m):
         pA[i, j] = hb[j] - Fb[j]
     for j in range(n):

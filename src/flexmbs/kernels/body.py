@@ -78,8 +78,8 @@ def _quad_n(G, kh, x, y, n):
 @kernel
 def body_terms(S, W, b, eta, etad, vb, wb, gb, Mb, hb, Fb):
     """Fill Mb (6+n)^2, hb (velocity-product force) and Fb (gravity force), body b, body axes.
-    (Not inlined, unlike rigid_terms: its arithmetic outweighs a call, and inlined into the
-    recursion and the mass matrix it took 30 s more of the first compile.)
+    (Not inlined, unlike a rigid body's terms: its arithmetic outweighs a call, and inlined
+    into the recursion and the mass matrix it took 30 s more of the first compile.)
 
     vb, wb: body-frame velocities; gb: gravity vector in body axes [m/s^2]. Entries of Mb, hb,
     Fb beyond 6 + n are left untouched. The mass points enter through their moments
@@ -111,48 +111,50 @@ def body_terms(S, W, b, eta, etad, vb, wb, gb, Mb, hb, Fb):
 
 
 @kernel(inline=True)
-def rigid_terms(Mc, b, vb, wb, gb, Mb, hb, Fb):
-    """body_terms of a rigid body b (6 x 6, its constant Mc[b] only), for callers that hold
-    the System's Mc already (no struct field read per body)."""
-    for i in range(6):
-        hb[i] = 0.0
-        Fb[i] = 0.0
-        for j in range(6):
-            Mb[i, j] = 0.0
-    constant_terms(Mc, b, 0, vb, wb, vb, gb, Mb, hb, Fb)
-
-
-@kernel(inline=True)
 def constant_terms(Mc, b, n, vb, wb, etad, gb, Mb, hb, Fb):
     """Add the constant part Mc[b] of body b with n modes: Mc to Mb, its momenta's gyroscopic
-    terms [w x p_v; w x p_w + v x p_v], p = Mc z, to hb, and the gravity of its mass and first
-    moment to Fb (body axes; etad is read only for n > 0)."""
+    terms to hb and the gravity of its mass and first moment to Fb (body axes; etad is read
+    only for n > 0)."""
     nb6 = 6 + n
     for i in range(nb6):
         for j in range(nb6):
             Mb[i, j] += Mc[b, i, j]
+    h = gyroscopic_force(Mc, b, n, vb, wb, etad)
+    F = weight(Mc, b, gb)
+    for i in range(6):
+        hb[i] += h[i]
+        Fb[i] += F[i]
+    for j in range(n):
+        Fb[6 + j] += Mc[b, 0, 6 + j] * gb[0] + Mc[b, 1, 6 + j] * gb[1] + Mc[b, 2, 6 + j] * gb[2]
+
+
+@kernel(inline=True)
+def gyroscopic_force(Mc, b, n, vb, wb, etad):
+    """The frame rows of the velocity-product force of Mc[b] (6-tuple [N, N m], body axes):
+    [w x p_v; w x p_w + v x p_v], p = Mc z the momenta of z = [vb; wb; etad] (the Kirchhoff
+    gyroscopic terms)."""
     pv0 = _momentum(Mc, b, 0, vb, wb, etad, n)
     pv1 = _momentum(Mc, b, 1, vb, wb, etad, n)
     pv2 = _momentum(Mc, b, 2, vb, wb, etad, n)
     pw0 = _momentum(Mc, b, 3, vb, wb, etad, n)
     pw1 = _momentum(Mc, b, 4, vb, wb, etad, n)
     pw2 = _momentum(Mc, b, 5, vb, wb, etad, n)
-    hb[0] += wb[1] * pv2 - wb[2] * pv1
-    hb[1] += wb[2] * pv0 - wb[0] * pv2
-    hb[2] += wb[0] * pv1 - wb[1] * pv0
-    hb[3] += wb[1] * pw2 - wb[2] * pw1 + vb[1] * pv2 - vb[2] * pv1
-    hb[4] += wb[2] * pw0 - wb[0] * pw2 + vb[2] * pv0 - vb[0] * pv2
-    hb[5] += wb[0] * pw1 - wb[1] * pw0 + vb[0] * pv1 - vb[1] * pv0
+    return (wb[1] * pv2 - wb[2] * pv1,
+            wb[2] * pv0 - wb[0] * pv2,
+            wb[0] * pv1 - wb[1] * pv0,
+            wb[1] * pw2 - wb[2] * pw1 + vb[1] * pv2 - vb[2] * pv1,
+            wb[2] * pw0 - wb[0] * pw2 + vb[2] * pv0 - vb[0] * pv2,
+            wb[0] * pw1 - wb[1] * pw0 + vb[0] * pv1 - vb[1] * pv0)
+
+
+@kernel(inline=True)
+def weight(Mc, b, gb):
+    """The frame rows of the gravity force of Mc[b]'s mass and first moment (6-tuple [N, N m],
+    body axes; gb gravity in body axes [m/s^2]): [m g; s x g]."""
     m = Mc[b, 0, 0]
     s0, s1, s2 = Mc[b, 1, 5], Mc[b, 2, 3], Mc[b, 0, 4]
-    Fb[0] += m * gb[0]
-    Fb[1] += m * gb[1]
-    Fb[2] += m * gb[2]
-    Fb[3] += s1 * gb[2] - s2 * gb[1]
-    Fb[4] += s2 * gb[0] - s0 * gb[2]
-    Fb[5] += s0 * gb[1] - s1 * gb[0]
-    for j in range(n):
-        Fb[6 + j] += Mc[b, 0, 6 + j] * gb[0] + Mc[b, 1, 6 + j] * gb[1] + Mc[b, 2, 6 + j] * gb[2]
+    return (m * gb[0], m * gb[1], m * gb[2],
+            s1 * gb[2] - s2 * gb[1], s2 * gb[0] - s0 * gb[2], s0 * gb[1] - s1 * gb[0])
 
 
 @kernel
