@@ -72,6 +72,12 @@ _RK4_R = np.linspace(0.01, 4.0, 400)
 _RK4_TAYLOR = np.array([_RK4_R ** k / math.factorial(k) for k in range(5)])
 
 
+def least_step(t_end: float) -> float:
+    """The least step [s] an adaptive method may take on the way to t_end [s]: 1e-14 of it (or
+    of 1 s), a few units in the last place of the time, below which t + h no longer moves."""
+    return 1e-14 * max(1.0, abs(t_end))
+
+
 def rk4_stability_bound(eigenvalues: np.ndarray) -> tuple[float, complex | None]:
     """Largest RK4 step [s] for which h lambda stays in RK4's stability region for every
     eigenvalue lambda [1/s] of the linearised system that does not grow physically (Re lambda <=
@@ -406,7 +412,7 @@ class Stepper:
         the way (implicit.ros_advance). Returns (status, samples filled)."""
         st = self.settings
         status, self.h, n, r, filled = ros_advance(
-            self.system.ref, self.W, t, x, t_end, self.h, st.max_step, 1e-14 * max(1.0, abs(t_end)), st.rtol,
+            self.system.ref, self.W, t, x, t_end, self.h, st.max_step, least_step(t_end), st.rtol,
             self.atol, self.scale, self.jac_move, self.jac_drift, inputs, self.K, self.Jac, self.LU, self.piv, self.xs,
             self.err, self.memo, self.hf, T, X, self.P)
         self.nsteps += n
@@ -464,7 +470,7 @@ class Stepper:
         """Integrate x in place from t to t_end [s] with constant inputs. Raises SolverError;
         on failure x is left at the last accepted internal step, which is not t_end."""
         S, st = self.system.ref, self.settings
-        h_min = 1e-14 * max(1.0, abs(t_end))
+        h_min = least_step(t_end)
         continues, t_before = self._continues(t, x, inputs), self.t_i
         if self.loops is not None and not continues:
             self._onto_loops(t, x, inputs)   # a continued call's x is the last call's projected output
