@@ -56,8 +56,8 @@ def articulated_accelerations(S, W, t, q, u, inputs, udot):
 
 
 # rows of the 3-vector scratch ab_V3 used by the kinematics pass (all in the parent's axes)
-(_VP, _WP, _AP, _ALP, _S, _SD, _WR, _SB, _WB, _PW, _WREL, _VREL, _CW, _ALI, _DP, _AI, _T1) = range(17)
-N_V3 = 17
+(_VP, _WP, _AP, _ALP, _S, _SD, _WR, _SB, _WB, _PW, _WREL, _VREL, _CW, _ALI, _DP, _AI) = range(16)
+N_V3 = 16
 
 
 @kernel
@@ -253,28 +253,31 @@ def _child_motion(S, W, i):
 
 @kernel(inline=True)
 def _world_motion(S, W, i):
-    """Pass 1, body i: its world pose and motion W.A, W.r, W.v, W.w, W.a, W.al (for the loads)."""
+    """Pass 1, body i: its world pose and motion W.A, W.r, W.v, W.w, W.a, W.al (for the loads):
+    A_i = A_p E^T, r_i = r_p + A_p (s + pw + dp), a_i = A_p a, al_i = A_p al (the child origin's
+    velocity-product accelerations in the parent's axes, rows _AI, _ALI), v_i = A_i vb,
+    w_i = A_i wb."""
     p = S.parent[i]
     A, r, v, w, a, al = W.A, W.r, W.v, W.w, W.a, W.al
     E, V, vb, wb = W.ab_E, W.ab_V3, W.ab_vb, W.ab_wb
-    # world pose and motion (for loads on markers): A_i = A_p E^T, r_i = r_p + A_p (s + pw + dp)
-    for j in range(3):
-        V[_T1, j] = V[_S, j] + V[_PW, j] + V[_DP, j]
-    for j in range(3):
-        for l in range(3):
-            if p >= 0:
-                A[i, j, l] = A[p, j, 0] * E[l, 0] + A[p, j, 1] * E[l, 1] + A[p, j, 2] * E[l, 2]
-            else:
+    d = _plus(_plus(_row(V, _S), _row(V, _PW)), _row(V, _DP))
+    ai, ali = _row(V, _AI), _row(V, _ALI)
+    if p >= 0:
+        for j in range(3):
+            a0, a1, a2 = A[p, j, 0], A[p, j, 1], A[p, j, 2]
+            for l in range(3):
+                A[i, j, l] = a0 * E[l, 0] + a1 * E[l, 1] + a2 * E[l, 2]
+            r[i, j] = r[p, j] + a0 * d[0] + a1 * d[1] + a2 * d[2]
+            a[i, j] = a0 * ai[0] + a1 * ai[1] + a2 * ai[2]
+            al[i, j] = a0 * ali[0] + a1 * ali[1] + a2 * ali[2]
+    else:
+        for j in range(3):
+            for l in range(3):
                 A[i, j, l] = E[l, j]
+            r[i, j] = d[j]
+            a[i, j] = ai[j]
+            al[i, j] = ali[j]
     for j in range(3):
-        if p >= 0:
-            r[i, j] = r[p, j] + A[p, j, 0] * V[_T1, 0] + A[p, j, 1] * V[_T1, 1] + A[p, j, 2] * V[_T1, 2]
-            a[i, j] = A[p, j, 0] * V[_AI, 0] + A[p, j, 1] * V[_AI, 1] + A[p, j, 2] * V[_AI, 2]
-            al[i, j] = A[p, j, 0] * V[_ALI, 0] + A[p, j, 1] * V[_ALI, 1] + A[p, j, 2] * V[_ALI, 2]
-        else:
-            r[i, j] = V[_T1, j]
-            a[i, j] = V[_AI, j]
-            al[i, j] = V[_ALI, j]
         v[i, j] = A[i, j, 0] * vb[0] + A[i, j, 1] * vb[1] + A[i, j, 2] * vb[2]
         w[i, j] = A[i, j, 0] * wb[0] + A[i, j, 1] * wb[1] + A[i, j, 2] * wb[2]
 
