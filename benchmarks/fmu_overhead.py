@@ -284,9 +284,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="fmu_overhead_") as tmp:
         folder = Path(tmp)
         tempfile.tempdir = tmp      # fmpy extracts each FMU it opens there, removed with it
-        exe = c_binary(folder, "c_host", C_HOST)
-        results = [bench_plant(folder, m, args.steps, args.rounds, exe) for m in ("rk4", None)]
-        servo = None if args.no_servo else bench_servo(folder)
+        try:
+            exe = c_binary(folder, "c_host", C_HOST)
+            results = [bench_plant(folder, m, args.steps, args.rounds, exe) for m in ("rk4", None)]
+            servo = None if args.no_servo else bench_servo(folder)
+        finally:
+            tempfile.tempdir = None
     if args.json:
         for r in results:
             print(json.dumps(r))

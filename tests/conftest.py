@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -22,20 +23,41 @@ sys.path.insert(0, str(ROOT / "examples"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 
+@contextmanager
+def _temporary_files_in(folder: Path):
+    """TMPDIR and tempfile's default folder set to `folder` for this process and the processes
+    it starts, restored on exit."""
+    before = os.environ.get("TMPDIR"), tempfile.tempdir
+    os.environ["TMPDIR"] = tempfile.tempdir = str(folder)
+    try:
+        yield
+    finally:
+        if before[0] is None:
+            os.environ.pop("TMPDIR", None)
+        else:
+            os.environ["TMPDIR"] = before[0]
+        tempfile.tempdir = before[1]
+
+
 @pytest.fixture(scope="session", autouse=True)
 def scratch(tmp_path_factory):
     """Every temporary file of the session, of the tests and of the processes they start, in one
     folder removed at its end: fmpy extracts each FMU it opens into a new temporary folder
     (10-140 MB) that many hosts in the tests, like hosts in the field, never remove."""
     folder = tmp_path_factory.mktemp("scratch")
-    before = os.environ.get("TMPDIR"), tempfile.tempdir
-    os.environ["TMPDIR"] = tempfile.tempdir = str(folder)
-    yield folder
-    if before[0] is None:
-        del os.environ["TMPDIR"]
-    else:
-        os.environ["TMPDIR"] = before[0]
-    tempfile.tempdir = before[1]
+    with _temporary_files_in(folder):
+        yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def module_scratch(scratch):
+    """Each test module's temporary files in a folder of their own inside the session's,
+    removed when the module ends, so that a session holds one module's extracted FMUs at a
+    time, not all of them."""
+    folder = Path(tempfile.mkdtemp(dir=scratch))
+    with _temporary_files_in(folder):
+        yield folder
     shutil.rmtree(folder, ignore_errors=True)
 
 

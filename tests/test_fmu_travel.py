@@ -25,6 +25,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 from importlib.metadata import requires, version
 from pathlib import Path
@@ -117,10 +118,11 @@ def _other_python() -> str | None:
 
 
 def _env(home: Path, **extra: str) -> dict[str, str]:
-    """An environment with nothing of this one but PATH's system part: an empty HOME."""
+    """An environment with nothing of this one but PATH's system part and the temporary folder
+    (the tests' own, removed after them): an empty HOME."""
     home.mkdir(parents=True, exist_ok=True)
     return {"HOME": str(home), "PATH": "/usr/bin:/bin", "FLEXMBS_COMPILE_LOG": str(home / "compiles.jsonl"),
-            **extra}
+            "TMPDIR": tempfile.gettempdir(), **extra}
 
 
 @pytest.fixture(scope="module")

@@ -201,9 +201,10 @@ def test_rk4_warns_past_its_stability_bound():
 
 def test_rk4_stability_bound_of_eigenvalues_on_the_region_edge():
     """RK4's stability region (|1 + z + z^2/2 + z^3/6 + z^4/24| <= 1) meets the imaginary axis at
-    |z| = 2 sqrt(2) and the negative real axis at z = -2.7853 (R(-x) = 1: the real root of x^3/24 - x^2/6 + x/2 - 1);
-    the bound of a set is the smallest |z| / |lambda| along its rays, physically growing modes
-    (Re lambda > 0.1 |lambda|) and zero eigenvalues set none."""
+    |z| = 2 sqrt(2) and the negative real axis at z = -2.7853 (R(-x) = 1: the real root of
+    x^3/24 - x^2/6 + x/2 - 1); the bound of a set is the smallest |z| / |lambda| along its rays,
+    physically growing modes (Re lambda > 0.1 |lambda|) and zero eigenvalues set none; the region
+    is symmetric about the real axis, so a lone eigenvalue has its pair's bound."""
     from flexmbs.solvers.stepper import rk4_stability_bound
 
     edge = 2.785293563405282
@@ -213,6 +214,12 @@ def test_rk4_stability_bound_of_eigenvalues_on_the_region_edge():
     bound, lam = rk4_stability_bound(np.array([-1000.0, 10j, -10j]))
     assert bound == pytest.approx(edge / 1000.0, rel=1e-4) and lam == -1000.0
     assert rk4_stability_bound(np.array([0.0, 5.0, 3 + 1j])) == (np.inf, None)
+    bound, _ = rk4_stability_bound(np.array([-200j, -1.0]))   # a lone eigenvalue of a complex matrix
+    assert bound == pytest.approx(2 * np.sqrt(2) / 200.0, rel=1e-4)
+    ray = np.exp(2.5j)            # between the axes: the bound times |lambda| is R's edge on this ray
+    bound, _ = rk4_stability_bound(np.array([100.0 * ray]))
+    R = lambda w: abs(1 + w + w ** 2 / 2 + w ** 3 / 6 + w ** 4 / 24)
+    assert R(0.999 * 100.0 * bound * ray) <= 1.0 < R(1.001 * 100.0 * bound * ray)
 
 
 def test_rk4_failure_keeps_every_sample_before_it():

@@ -83,23 +83,23 @@ def rk4_stability_bound(eigenvalues: np.ndarray) -> tuple[float, complex | None]
     eigenvalue lambda [1/s] of the linearised system that does not grow physically (Re lambda <=
     0.1 |lambda|; a slightly positive real part, from round-off or weak physical growth, is
     projected onto the imaginary axis). Returns (bound, limiting eigenvalue); (inf, None)
-    when nothing limits the step. Every ray at once and one of each conjugate pair (their
-    bounds are equal); the edge between two samples by linear interpolation of |R| - 1."""
+    when nothing limits the step (non-finite eigenvalues are ignored). Every ray at once; the
+    edge between two samples by linear interpolation of |R| - 1 (within 1e-5, on the safe side)."""
     lam = np.asarray(eigenvalues, dtype=complex)
     mag = np.abs(lam)
-    keep = (mag >= 1e-9) & (lam.real <= 0.1 * mag) & (lam.imag >= 0.0)
+    keep = np.isfinite(lam) & (mag >= 1e-9) & (lam.real <= 0.1 * mag)
     if not keep.any():
         return np.inf, None
     lam, mag = lam[keep], mag[keep]
-    d = np.minimum(lam.real, 0.0) + 1j * lam.imag
+    d = np.minimum(lam.real, 0.0) + 1j * np.abs(lam.imag)    # the region is symmetric about the real axis
     d /= np.abs(d)
     excess = np.abs(sum(_RK4_TAYLOR[k][:, None] * d[None, :] ** k for k in range(5))) - 1.0   # (samples, rays)
     unstable = excess > 1e-12
     first = np.where(unstable.any(axis=0), unstable.argmax(axis=0), _RK4_R.size - 1)
     rays = np.arange(d.size)
     a, b = excess[first - 1, rays], excess[first, rays]
-    r = np.where(first > 0, _RK4_R[first - 1] + (_RK4_R[1] - _RK4_R[0]) * np.clip(-a / (b - a), 0.0, 1.0),
-                 _RK4_R[0])
+    step = np.clip(-a / np.where(b > a, b - a, 1.0), 0.0, 1.0)
+    r = np.where(first > 0, _RK4_R[first - 1] + (_RK4_R[1] - _RK4_R[0]) * step, _RK4_R[0])
     bounds = r / mag
     k = int(np.argmin(bounds))
     return float(bounds[k]), complex(lam[k])
