@@ -61,14 +61,6 @@ N_V3 = 16
 
 
 @kernel
-def _cr(V, x, y, o, alpha):
-    """V[o] += alpha V[x] x V[y] (rows of the 3-vector scratch)."""
-    V[o, 0] += alpha * (V[x, 1] * V[y, 2] - V[x, 2] * V[y, 1])
-    V[o, 1] += alpha * (V[x, 2] * V[y, 0] - V[x, 0] * V[y, 2])
-    V[o, 2] += alpha * (V[x, 0] * V[y, 1] - V[x, 1] * V[y, 0])
-
-
-@kernel
 def _kinematics_pass(S, W, q, u, udot):
     """Pass 1, root to leaves, in body axes: per body b its velocity ab_Vb, velocity-product
     acceleration ab_cb, the tree terms ab_P, ab_S, ab_c, and its own inertia ab_IA and bias
@@ -96,12 +88,16 @@ def _parent_motion(S, W, i, q, u):
     nm, mk_s0, mk_R0 = S.nm, S.mk_s0, S.mk_R0
     Vb, cb, RM, V = W.ab_Vb, W.ab_cb, W.ab_RM, W.ab_V3
     # parent motion in its axes (the ground is at rest): a = cb + w x v
+    vp = wp = ap = alp = (0.0, 0.0, 0.0)
+    if p >= 0:
+        vp, wp = (Vb[p, 0], Vb[p, 1], Vb[p, 2]), (Vb[p, 3], Vb[p, 4], Vb[p, 5])
+        ap = _plus((cb[p, 0], cb[p, 1], cb[p, 2]), _cross(wp, vp))
+        alp = (cb[p, 3], cb[p, 4], cb[p, 5])
     for j in range(3):
-        V[_VP, j] = Vb[p, j] if p >= 0 else 0.0
-        V[_WP, j] = Vb[p, 3 + j] if p >= 0 else 0.0
-        V[_AP, j] = cb[p, j] if p >= 0 else 0.0
-        V[_ALP, j] = cb[p, 3 + j] if p >= 0 else 0.0
-    _cr(V, _WP, _VP, _AP, 1.0)
+        V[_VP, j] = vp[j]
+        V[_WP, j] = wp[j]
+        V[_AP, j] = ap[j]
+        V[_ALP, j] = alp[j]
     # parent marker: position s, rotation RM, elastic velocity sd, rotation rate wr and their
     # velocity-product rates sb, wb (zero on rigid bodies and the ground)
     if p >= 0 and nm[p] > 0:
