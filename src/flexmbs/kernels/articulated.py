@@ -31,10 +31,11 @@ import numpy as np
 
 from .body import body_terms, gyroscopic_force, weight
 from .drives import MOTION, apply_prescribed, joint_forces
-from .joints import joint_kinematics
+from .joints import REVOLUTE, joint_kinematics
 from .kinematics import marker_local, marker_world
 from .loads import point_load, spring_damper_force
 from .linalg import chol_factor_n, chol_solve_columns, chol_solve_n, fill1
+from .rotations import rot_axis
 from .settings import kernel
 
 
@@ -124,33 +125,23 @@ def _parent_motion(S, W, i, q, u):
 
 @kernel(inline=True)
 def _joint_motion(S, W, i, q, u):
-    """Pass 1, body i: its joint's pose, motion subspaces (W.ab_Sv, W.ab_Sw) and their rates in
-    the parent's axes (_PW, _CW, _WREL, _VREL), and the rotations W.ab_Rc (joint's
-    parent-marker axes to child) and W.ab_E (parent to child axes)."""
-    ju, jnv, jq, jtype, axis1, axis2, c_R = S.ju, S.jnv, S.jq, S.jtype, S.axis1, S.axis2, S.c_R
-    E, Rc, RM, V = W.ab_E, W.ab_Rc, W.ab_RM, W.ab_V3
-    pJ, RJ, Sv, Sw, cw, R1, R2, bj = W.ab_p, W.ab_R, W.ab_Sv, W.ab_Sw, W.ab_cw, W.ab_R1, W.ab_R2, W.ab_bj
-    # joint: pose, motion subspaces (parent-marker axes) and their rates
-    nvj = jnv[i]
-    j0 = ju[i]
-    for j in range(3):
-        for c in range(6):
-            Sv[j, c] = 0.0
-            Sw[j, c] = 0.0
-    joint_kinematics(jtype[i], axis1, axis2, i, q, jq[i], u, j0, pJ, RJ, Sv, Sw, cw, R1, R2, bj)
-    tv0 = tv1 = tv2 = tw0 = tw1 = tw2 = 0.0
-    for c in range(nvj):
-        uc = u[j0 + c]
-        tv0 += Sv[0, c] * uc
-        tv1 += Sv[1, c] * uc
-        tv2 += Sv[2, c] * uc
-        tw0 += Sw[0, c] * uc
-        tw1 += Sw[1, c] * uc
-        tw2 += Sw[2, c] * uc
-    pw = _rotate(RM, (pJ[0], pJ[1], pJ[2]))
-    cwm = _rotate(RM, (cw[0], cw[1], cw[2]))
-    wrel = _rotate(RM, (tw0, tw1, tw2))
-    vrel = _rotate(RM, (tv0, tv1, tv2))
+    """Pass 1, body i: its joint's pose and rates in the parent's axes (_PW, _CW, _WREL, _VREL),
+    the rotations W.ab_Rc (joint's parent-marker axes to child) and W.ab_E (parent to child
+    axes), and the motion subspace in child axes W.ab_S[i]."""
+    jq, jtype, axis1, c_R = S.jq, S.jtype, S.axis1, S.c_R
+    E, Rc, RM, V, RJ = W.ab_E, W.ab_Rc, W.ab_RM, W.ab_V3, W.ab_R
+    if jtype[i] == REVOLUTE:
+        # a hinge about the unit axis a (parent-marker axes): no offset, w_rel = a u and no
+        # velocity-product term; its subspace in child axes is constant, as R_J^T a = a
+        a = (axis1[i, 0], axis1[i, 1], axis1[i, 2])
+        rot_axis(a[0], a[1], a[2], q[jq[i]], RJ)
+        pw = cwm = vrel = (0.0, 0.0, 0.0)
+        ra = _rotate(RM, a)
+        ui = u[S.ju[i]]
+        wrel = (ra[0] * ui, ra[1] * ui, ra[2] * ui)
+        _hinge_subspace(S, W, i, a)
+    else:
+        pw, cwm, wrel, vrel = _general_joint_motion(S, W, i, q, u)
     for j in range(3):
         V[_PW, j] = pw[j]
         V[_CW, j] = cwm[j]
@@ -165,6 +156,65 @@ def _joint_motion(S, W, i, q, u):
         Rc[j, 0], Rc[j, 1], Rc[j, 2] = r0, r1, r2
         for l in range(3):
             E[j, l] = r0 * RM[l, 0] + r1 * RM[l, 1] + r2 * RM[l, 2]
+    if jtype[i] != REVOLUTE:
+        _child_subspace(S, W, i)
+
+
+@kernel(inline=True)
+def _general_joint_motion(S, W, i, q, u):
+    """Pass 1, body i with a joint of any type: its pose W.ab_p, W.ab_R and motion subspaces
+    W.ab_Sv, W.ab_Sw in the joint's parent-marker axes (joints.py); returns its offset, the
+    velocity-product rate and the relative angular and linear velocity in the parent's axes
+    (pw, cw, w_rel, v_rel)."""
+    ju, jnv, jq, jtype, axis1, axis2 = S.ju, S.jnv, S.jq, S.jtype, S.axis1, S.axis2
+    RM = W.ab_RM
+    pJ, RJ, Sv, Sw, cw, R1, R2, bj = W.ab_p, W.ab_R, W.ab_Sv, W.ab_Sw, W.ab_cw, W.ab_R1, W.ab_R2, W.ab_bj
+    j0 = ju[i]
+    for j in range(3):
+        for c in range(6):
+            Sv[j, c] = 0.0
+            Sw[j, c] = 0.0
+    joint_kinematics(jtype[i], axis1, axis2, i, q, jq[i], u, j0, pJ, RJ, Sv, Sw, cw, R1, R2, bj)
+    tv0 = tv1 = tv2 = tw0 = tw1 = tw2 = 0.0
+    for c in range(jnv[i]):
+        uc = u[j0 + c]
+        tv0 += Sv[0, c] * uc
+        tv1 += Sv[1, c] * uc
+        tv2 += Sv[2, c] * uc
+        tw0 += Sw[0, c] * uc
+        tw1 += Sw[1, c] * uc
+        tw2 += Sw[2, c] * uc
+    return (_rotate(RM, (pJ[0], pJ[1], pJ[2])), _rotate(RM, (cw[0], cw[1], cw[2])),
+            _rotate(RM, (tw0, tw1, tw2)), _rotate(RM, (tv0, tv1, tv2)))
+
+
+@kernel(inline=True)
+def _hinge_subspace(S, W, i, a):
+    """W.ab_S[i] of a revolute joint about the unit axis a (its parent-marker axes):
+    [c_pos x (c_R a); c_R a] in child axes."""
+    c_R, c_pos, Sc = S.c_R, S.c_pos, W.ab_S
+    w = (c_R[i, 0, 0] * a[0] + c_R[i, 0, 1] * a[1] + c_R[i, 0, 2] * a[2],
+         c_R[i, 1, 0] * a[0] + c_R[i, 1, 1] * a[1] + c_R[i, 1, 2] * a[2],
+         c_R[i, 2, 0] * a[0] + c_R[i, 2, 1] * a[1] + c_R[i, 2, 2] * a[2])
+    v = _cross((c_pos[i, 0], c_pos[i, 1], c_pos[i, 2]), w)
+    for j in range(3):
+        Sc[i, j, 0] = v[j]
+        Sc[i, 3 + j, 0] = w[j]
+
+
+@kernel(inline=True)
+def _child_subspace(S, W, i):
+    """W.ab_S[i] of a joint of any type from its subspaces Sv, Sw in its parent-marker axes:
+    [Rc Sv + c_pos x (Rc Sw); Rc Sw] in child axes."""
+    c_pos, Sc, Rc, Sv, Sw = S.c_pos, W.ab_S, W.ab_Rc, W.ab_Sv, W.ab_Sw
+    for kk in range(S.jnv[i]):
+        for j in range(3):
+            Sc[i, 3 + j, kk] = Rc[j, 0] * Sw[0, kk] + Rc[j, 1] * Sw[1, kk] + Rc[j, 2] * Sw[2, kk]
+        for j in range(3):
+            j1 = (j + 1) % 3
+            j2 = (j + 2) % 3
+            Sc[i, j, kk] = Rc[j, 0] * Sv[0, kk] + Rc[j, 1] * Sv[1, kk] + Rc[j, 2] * Sv[2, kk] \
+                + c_pos[i, j1] * Sc[i, 3 + j2, kk] - c_pos[i, j2] * Sc[i, 3 + j1, kk]
 
 
 @kernel(inline=True)
@@ -208,22 +258,35 @@ def _child_motion(S, W, i):
     _ALI that later steps read are written at the end."""
     c_pos = S.c_pos
     cb, Vb, E, V = W.ab_cb, W.ab_Vb, W.ab_E, W.ab_V3
+    p = S.parent[i]
     wp, vp, ap, alp = _row(V, _WP), _row(V, _VP), _row(V, _AP), _row(V, _ALP)
-    s, sd, wr = _row(V, _S), _row(V, _SD), _row(V, _WR)
-    pw, wrel, vrel = _row(V, _PW), _row(V, _WREL), _row(V, _VREL)
+    s, wrel = _row(V, _S), _row(V, _WREL)
     # parent marker: w_m = w_p + w_r, v_m = v_p + sd + w_p x s,
-    # a_m = a_p + sb + al_p x s + w_p x (w_p x s) + 2 w_p x sd, al_m = al_p + wb + w_p x w_r
-    wm = _plus(wp, wr)
-    vm = _plus(_plus(vp, sd), _cross(wp, s))
-    am = _plus(_plus(_plus(ap, _row(V, _SB)), _cross(alp, s)), _cross(wp, _cross(wp, s)))
-    am = _plus_times(am, 2.0, _cross(wp, sd))
-    alm = _plus(_plus(alp, _row(V, _WB)), _cross(wp, wr))
-    # child marker, through the joint's offset pw and relative motion (w_rel, v_rel, cw)
+    # a_m = a_p + sb + al_p x s + w_p x (w_p x s) + 2 w_p x sd, al_m = al_p + wb + w_p x w_r;
+    # its elastic motion (sd, w_r, sb, wb) is zero on a rigid parent and the ground
+    if p >= 0 and S.nm[p] > 0:
+        sd, wr = _row(V, _SD), _row(V, _WR)
+        wm = _plus(wp, wr)
+        vm = _plus(_plus(vp, sd), _cross(wp, s))
+        am = _plus(_plus(_plus(ap, _row(V, _SB)), _cross(alp, s)), _cross(wp, _cross(wp, s)))
+        am = _plus_times(am, 2.0, _cross(wp, sd))
+        alm = _plus(_plus(alp, _row(V, _WB)), _cross(wp, wr))
+    else:
+        wm, alm = wp, alp
+        vm = _plus(vp, _cross(wp, s))
+        am = _plus(_plus(ap, _cross(alp, s)), _cross(wp, _cross(wp, s)))
+    # child marker, through the joint's offset pw and relative motion (w_rel, v_rel, cw), of
+    # which a hinge has w_rel only
     wi = _plus(wm, wrel)
-    vc = _plus(_plus(vm, vrel), _cross(wm, pw))
-    ali = _plus(_plus(alm, _row(V, _CW)), _cross(wm, wrel))
-    ac = _plus(_plus(am, _cross(alm, pw)), _cross(wm, _cross(wm, pw)))
-    ac = _plus_times(ac, 2.0, _cross(wm, vrel))
+    if S.jtype[i] == REVOLUTE:
+        vc, ac = vm, am
+        ali = _plus(alm, _cross(wm, wrel))
+    else:
+        pw, vrel = _row(V, _PW), _row(V, _VREL)
+        vc = _plus(_plus(vm, vrel), _cross(wm, pw))
+        ali = _plus(_plus(alm, _row(V, _CW)), _cross(wm, wrel))
+        ac = _plus(_plus(am, _cross(alm, pw)), _cross(wm, _cross(wm, pw)))
+        ac = _plus_times(ac, 2.0, _cross(wm, vrel))
     # child origin, offset dp = -E^T c_pos
     dp = (-(E[0, 0] * c_pos[i, 0] + E[1, 0] * c_pos[i, 1] + E[2, 0] * c_pos[i, 2]),
           -(E[0, 1] * c_pos[i, 0] + E[1, 1] * c_pos[i, 1] + E[2, 1] * c_pos[i, 2]),
@@ -280,27 +343,17 @@ def _world_motion(S, W, i):
 
 @kernel(inline=True)
 def _tree_terms(S, W, i, q, u, udot):
-    """Pass 1, body i: its joint's motion subspace in its axes W.ab_S[i], its modal state, gravity
-    in its axes, and the tree terms W.ab_P[i] (from the parent's extended velocity) and
-    W.ab_c[i] (with the prescribed joint accelerations)."""
+    """Pass 1, body i: its modal state, gravity in its axes, and the tree terms W.ab_P[i] (from
+    the parent's extended velocity) and W.ab_c[i] (with the prescribed joint accelerations)."""
     p = S.parent[i]
     k = S.pmark[i]
     n = S.nm[i]
     nvj = S.jnv[i]
     j0 = S.ju[i]
-    nm, eq, ev, drive, mk_Psi, c_pos, gravity = S.nm, S.eq, S.ev, S.drive, S.mk_Psi, S.c_pos, S.gravity
-    A, P, Sc, cc, cb, E, Rc, V = W.A, W.ab_P, W.ab_S, W.ab_c, W.ab_cb, W.ab_E, W.ab_Rc, W.ab_V3
-    eta, etad, gb, Sv, Sw = W.ab_eta, W.ab_etad, W.ab_g, W.ab_Sv, W.ab_Sw
+    nm, eq, ev, drive, mk_Psi, gravity = S.nm, S.eq, S.ev, S.drive, S.mk_Psi, S.gravity
+    A, P, Sc, cc, cb, E, V = W.A, W.ab_P, W.ab_S, W.ab_c, W.ab_cb, W.ab_E, W.ab_V3
+    eta, etad, gb = W.ab_eta, W.ab_etad, W.ab_g
     nmax = eta.shape[0]
-    # joint motion subspace in child axes: [Rc Sv + c_pos x (Rc Sw); Rc Sw]
-    for kk in range(nvj):
-        for j in range(3):
-            Sc[i, 3 + j, kk] = Rc[j, 0] * Sw[0, kk] + Rc[j, 1] * Sw[1, kk] + Rc[j, 2] * Sw[2, kk]
-        for j in range(3):
-            j1 = (j + 1) % 3
-            j2 = (j + 2) % 3
-            Sc[i, j, kk] = Rc[j, 0] * Sv[0, kk] + Rc[j, 1] * Sv[1, kk] + Rc[j, 2] * Sv[2, kk] \
-                + c_pos[i, j1] * Sc[i, 3 + j2, kk] - c_pos[i, j2] * Sc[i, 3 + j1, kk]
     for j in range(nmax):
         eta[j] = q[eq[i] + j] if j < n else 0.0
         etad[j] = u[ev[i] + j] if j < n else 0.0
