@@ -99,6 +99,7 @@ def test_a_long_preparation_says_it_is_compiling(monkeypatch, caplog) -> None:
     """Any preparation longer than NOTICE_AFTER is compiling (loading cached kernels takes less):
     with the threshold at 0 s the notice names the kind of run; the caller's state is untouched."""
     monkeypatch.setattr(compiling, "NOTICE_AFTER", 0.0)
+    monkeypatch.setattr(warmup, "_PREPARED", set())     # as in a process that has run nothing yet
     system = flexmbs.compile_model(flexmbs.load_model("double_pendulum"))
     settings = settings_of(system.model)
     x = np.concatenate([system.q0, system.u0])
@@ -108,6 +109,35 @@ def test_a_long_preparation_says_it_is_compiling(monkeypatch, caplog) -> None:
     assert seconds >= 0.0 and np.array_equal(x, before)
     notice = [r.getMessage() for r in caplog.records if "compiling the numba kernels" in r.getMessage()]
     assert notice and "rk4 method" in notice[0] and "once per machine" in notice[0], caplog.text
+
+
+def test_a_process_prepares_each_kind_of_run_once(monkeypatch) -> None:
+    """A second run of the same kind in one process prepares nothing (its kernels are loaded):
+    counted as the throwaway integrators the preparations build, with a run of another method
+    and one on a read-only initial state (numba signatures of their own) each prepared anew."""
+    monkeypatch.setattr(warmup, "_PREPARED", set())
+    built = []
+
+    class Counted(warmup.Stepper):
+        def __init__(self, *args, **kwargs) -> None:
+            built.append(args[1].method)
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(warmup, "Stepper", Counted)
+    system = flexmbs.compile_model(flexmbs.load_model("double_pendulum"))
+    first = flexmbs.simulate(system, 0.02, method="rk4", output_step=0.01)
+    second = flexmbs.simulate(system, 0.02, method="rk4", output_step=0.01)
+    assert built == ["rk4"]
+    assert np.array_equal(first["elbow.q"], second["elbow.q"])
+    flexmbs.simulate(system, 0.02, method="dopri5", output_step=0.01)
+    assert built == ["rk4", "dopri5"]
+    x = np.concatenate([system.q0, system.u0])
+    x.flags.writeable = False
+    inputs = system.input_defaults.copy()
+    settings = settings_of(system.model)
+    warmup.prepare(system, settings, x, inputs)
+    warmup.prepare(system, settings, x, inputs)
+    assert built == ["rk4", "dopri5", settings.method]
 
 
 def test_the_compile_estimate_comes_from_a_compile_for_the_same_cpu(monkeypatch, tmp_path) -> None:
