@@ -114,7 +114,9 @@ def test_a_long_preparation_says_it_is_compiling(monkeypatch, caplog) -> None:
 def test_a_process_prepares_each_kind_of_run_once(monkeypatch) -> None:
     """A second run of the same kind in one process prepares nothing (its kernels are loaded):
     counted as the throwaway integrators the preparations build, with a run of another method
-    and one on a read-only initial state (numba signatures of their own) each prepared anew."""
+    and read-only inputs (numba signatures of their own) each prepared anew, and an RK4
+    preparation whose stability check found the right-hand side failing (so the Jacobian
+    kernel, which only that check calls, was skipped) not remembered."""
     monkeypatch.setattr(warmup, "_PREPARED", set())
     built = []
 
@@ -131,13 +133,20 @@ def test_a_process_prepares_each_kind_of_run_once(monkeypatch) -> None:
     assert np.array_equal(first["elbow.q"], second["elbow.q"])
     flexmbs.simulate(system, 0.02, method="dopri5", output_step=0.01)
     assert built == ["rk4", "dopri5"]
+    rk4 = settings_of(system.model, method="rk4")
     x = np.concatenate([system.q0, system.u0])
-    x.flags.writeable = False
-    inputs = system.input_defaults.copy()
-    settings = settings_of(system.model)
-    warmup.prepare(system, settings, x, inputs)
-    warmup.prepare(system, settings, x, inputs)
-    assert built == ["rk4", "dopri5", settings.method]
+    writable = system.input_defaults.copy()
+    read_only = writable.copy()
+    read_only.flags.writeable = False
+    for inputs in (writable, writable, read_only, read_only):
+        warmup.prepare(system, rk4, x, inputs)
+    assert built == ["rk4", "dopri5", "rk4", "rk4"]
+    monkeypatch.setattr(warmup, "_PREPARED", set())
+    # what Stepper.check_stability returns when the right-hand side fails at the state
+    monkeypatch.setattr(Counted, "check_stability", lambda self, t, x, inputs: np.inf)
+    warmup.prepare(system, rk4, x, writable)
+    warmup.prepare(system, rk4, x, writable)
+    assert built[4:] == ["rk4", "rk4"]
 
 
 def test_the_compile_estimate_comes_from_a_compile_for_the_same_cpu(monkeypatch, tmp_path) -> None:

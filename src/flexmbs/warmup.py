@@ -54,5 +54,8 @@ def prepare(system: System, settings: Settings, x: np.ndarray, inputs: np.ndarra
                 stepper.advance_samples(np.array([t, t]), np.tile(x, (2, 1)), inputs)
         y = np.zeros((1, output_width(system)))
         Evaluator(system, stepper.W).evaluate(np.array([t]), x[None, :].copy(), inputs[None, :], y, dynamics)
-    _PREPARED.add(kind)
+    # RK4 calls its Jacobian kernel only in the stability check, which a state where the
+    # right-hand side fails skips (bound inf): such a preparation is not remembered
+    if settings.method != "rk4" or np.isfinite(stepper.stability_bound):
+        _PREPARED.add(kind)
     return compiling.seconds

@@ -68,8 +68,9 @@ def _kinematics_pass(S, W, q, u, udot):
     force ab_pA; also the world pose and velocity W.A, W.r, W.v, W.w, W.a, W.al for the loads.
 
     The child's motion is composed in the parent's axes from the parent's (v, w, a, al), the
-    parent marker's elastic motion (kinematics.marker_local) and the joint's (joints.py), with
-    the same terms as kinematics.forward (which the composite route uses in world axes)."""
+    parent marker's elastic motion (kinematics.marker_local) and the joint's (joints.py; a
+    revolute joint's in _joint_motion itself), with the same terms as kinematics.forward (which
+    the composite route uses in world axes)."""
     for i in range(S.nb):
         _parent_motion(S, W, i, q, u)
         _joint_motion(S, W, i, q, u)
