@@ -5,11 +5,11 @@
 
 numba's machine code has no symbols that perf can read. This process therefore writes the perf
 map /tmp/perf-<pid>.map (perf's format for JIT code: start address, size, name), with the
-address of every function in the loaded kernels, as llvmlite's execution engine gives it, and
-the size up to the next one (4 KiB for the last). The names are the Python-qualified ones numba mangles. Then it
-calls `solvers.common.f_eval` in a numba loop (run.py's `ours_rhs`) while `perf record`
-samples this process, and prints `perf report`'s share of each function. Functions that numba
-inlines (`kernel(inline=True)`) count towards their caller.
+address of every function in the loaded kernels, as llvmlite's execution engine gives it, the
+size up to the next one (4 KiB for the last) and the Python-qualified name numba mangles; it
+removes the map at the end. Then it calls `solvers.common.f_eval` in a numba loop (run.py's
+`ours_rhs`) while `perf record` samples this process, and prints `perf report`'s share of each
+function. Functions that numba inlines (`kernel(inline=True)`) count towards their caller.
 
 Needs `perf` (Debian package linux-perf) and a kernel.perf_event_paranoid that lets a user
 sample their own processes (1 or less, or root).
