@@ -131,7 +131,8 @@ def _joint_motion(S, W, i, q, u):
     axes), and the motion subspace in child axes W.ab_S[i]."""
     jq, jtype, axis1, c_R = S.jq, S.jtype, S.axis1, S.c_R
     E, Rc, RM, V, RJ = W.ab_E, W.ab_Rc, W.ab_RM, W.ab_V3, W.ab_R
-    if jtype[i] == REVOLUTE:
+    hinge = jtype[i] == REVOLUTE
+    if hinge:
         # a hinge about the unit axis a (parent-marker axes): no offset, w_rel = a u and no
         # velocity-product term; its subspace in child axes is constant, as R_J^T a = a
         a = (axis1[i, 0], axis1[i, 1], axis1[i, 2])
@@ -157,7 +158,7 @@ def _joint_motion(S, W, i, q, u):
         Rc[j, 0], Rc[j, 1], Rc[j, 2] = r0, r1, r2
         for l in range(3):
             E[j, l] = r0 * RM[l, 0] + r1 * RM[l, 1] + r2 * RM[l, 2]
-    if jtype[i] != REVOLUTE:
+    if not hinge:
         _child_subspace(S, W, i)
 
 
@@ -193,10 +194,8 @@ def _general_joint_motion(S, W, i, q, u):
 def _hinge_subspace(S, W, i, a):
     """W.ab_S[i] of a revolute joint about the unit axis a (its parent-marker axes):
     [c_pos x (c_R a); c_R a] in child axes."""
-    c_R, c_pos, Sc = S.c_R, S.c_pos, W.ab_S
-    w = (c_R[i, 0, 0] * a[0] + c_R[i, 0, 1] * a[1] + c_R[i, 0, 2] * a[2],
-         c_R[i, 1, 0] * a[0] + c_R[i, 1, 1] * a[1] + c_R[i, 1, 2] * a[2],
-         c_R[i, 2, 0] * a[0] + c_R[i, 2, 1] * a[1] + c_R[i, 2, 2] * a[2])
+    c_pos, Sc = S.c_pos, W.ab_S
+    w = _rotate(S.c_R[i], a)
     v = _cross((c_pos[i, 0], c_pos[i, 1], c_pos[i, 2]), w)
     for j in range(3):
         Sc[i, j, 0] = v[j]
