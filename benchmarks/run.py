@@ -201,6 +201,21 @@ def ours_rhs(system: System, x: np.ndarray) -> tuple[Callable[[int], None], np.n
     return block, out.copy()
 
 
+def ours_call(system: System, x: np.ndarray) -> Callable[[], int]:
+    """call(): one right-hand side f_eval at (t = 0, x, default inputs) called from Python, as
+    a user's script or an FMU calls it (numba's dispatch of the arguments included)."""
+    S, W = system.ref, Stepper(system, Settings(method="rk4")).W
+    x = np.array(x, dtype=float)
+    out = np.zeros_like(x)
+    inputs = system.input_defaults
+
+    def call() -> int:
+        return f_eval(S, W, 0.0, x, inputs, out)
+
+    call()
+    return call
+
+
 def growth(ns: list[int], times: list[float]) -> float:
     """Exponent p of time ~ N^p: least squares on log-log over the upper half of the N set."""
     h = len(ns) // 2
@@ -340,25 +355,44 @@ def double_pendulum(cfg: argparse.Namespace, peers: dict, rep: Report) -> None:
                     max_angle_diff_rad=float(np.abs(theta[code] - theta["ours"]).max()))
 
 
+# chain_rhs: which of our two timings each peer is compared with, and how both were called
+CHAIN_PAIRING = {"pinocchio": ("ours_python", "both from Python, one call at a time"),
+                 "pinocchio_loop": ("ours", "both in a compiled loop (numba; C++)")}
+
+
 def chain_rhs(cfg: argparse.Namespace, peers: dict, rep: Report) -> None:
-    """One forward-dynamics call of the chains of models.chain_links(n)."""
+    """One forward-dynamics call of the chains of models.chain_links(n), each code called two
+    ways where it can be: from Python one call at a time (ours through numba's dispatcher, the
+    peers through their bindings), and in a compiled loop (ours in numba, Pinocchio's aba in
+    C++: peer_pinocchio.compiled_chain_rhs). Pinocchio is compared both ways; MuJoCo and exudyn,
+    called from Python only, with ours in the loop."""
     ns = [2, 4, 8, 16] if cfg.quick else [2, 4, 8, 16, 32, 64]
     log(f"\n=== chain_rhs: one forward-dynamics call, spatial chain of N rigid links, "
         f"N = {', '.join(map(str, ns))} ===")
     results: dict[str, dict[int, Timer]] = {}
     diffs: dict[str, dict[int, float]] = {}
+    loop_error: str | None = None
     for n in ns:
         links = models.chain_links(n)
         q, qd = models.chain_state(n)
         system = compile_model(model_from_dict(models.chain_model(n)))
         assert [system.joint_q[f"j{k}"] for k in range(n)] == [(k, 1) for k in range(n)]
-        block, xdot = ours_rhs(system, np.concatenate([q, qd]))
+        x = np.concatenate([q, qd])
+        block, xdot = ours_rhs(system, x)
         acc = xdot[system.nq:]
-        timers = {"ours": Timer("ours f_eval (numba loop)", per_call(block, cfg.block))}
+        timers = {"ours": Timer("ours f_eval (numba loop)", per_call(block, cfg.block)),
+                  "ours_python": Timer("ours f_eval (from Python)",
+                                       per_call(python_block(ours_call(system, x)), cfg.block))}
         blocks: dict[str, tuple[Callable[[int], None], np.ndarray]] = {}
         if peers["pinocchio"]:
             call = pp.chain_rhs(links, q, qd)
             blocks["pinocchio"] = python_block(call), np.array(call())
+            if loop_error is None:
+                try:
+                    blocks["pinocchio_loop"] = pp.compiled_chain_rhs(links, q, qd)
+                except RuntimeError as err:
+                    loop_error = str(err)
+                    log(f"  Pinocchio in a compiled loop is skipped: {loop_error}")
         if peers["mujoco"]:
             call = pm.chain_rhs(links, q, qd)
             blocks["mujoco"] = python_block(call), np.array(call())
@@ -383,11 +417,12 @@ def chain_rhs(cfg: argparse.Namespace, peers: dict, rep: Report) -> None:
     log("  growth exponents (time ~ N^p, least squares on log-log over N >= "
         f"{ns[len(ns) // 2]}): " + ", ".join(f"{c} {p:.2f}" for c, p in exps.items()))
     for code in results:
-        if code == "ours":
+        if code.startswith("ours"):
             continue
+        ours = CHAIN_PAIRING.get(code, ("ours", "ours in a numba loop, the peer from Python"))
         for n in ns:
-            rep.add("chain_rhs", n, results["ours"][n], code, results[code][n],
-                    max_acc_diff=diffs[code][n], ours_growth=exps["ours"], peer_growth=exps[code])
+            rep.add("chain_rhs", n, results[ours[0]][n], code, results[code][n], calls=ours[1],
+                    max_acc_diff=diffs[code][n], ours_growth=exps[ours[0]], peer_growth=exps[code])
 
 
 def _spin_reference() -> np.ndarray | None:
