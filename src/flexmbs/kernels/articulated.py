@@ -127,29 +127,44 @@ def _parent_motion(S, W, i, q, u):
 @kernel(inline=True)
 def _joint_motion(S, W, i, q, u):
     """Pass 1, body i: its joint's pose and rates in the parent's axes (_PW, _CW, _WREL, _VREL),
-    the rotations W.ab_Rc (joint's parent-marker axes to child) and W.ab_E (parent to child
-    axes), and the motion subspace in child axes W.ab_S[i]."""
+    the rotation W.ab_E (parent to child axes) and the motion subspace in child axes W.ab_S[i];
+    for a joint other than a hinge on a rigid parent also W.ab_Rc (joint's parent-marker axes
+    to child)."""
     jq, jtype, axis1, c_R = S.jq, S.jtype, S.axis1, S.c_R
     E, Rc, RM, V, RJ = W.ab_E, W.ab_Rc, W.ab_RM, W.ab_V3, W.ab_R
     hinge = jtype[i] == REVOLUTE
+    p = S.parent[i]
     if hinge:
         # a hinge about the unit axis a (parent-marker axes): no offset, w_rel = a u and no
         # velocity-product term; its subspace in child axes is constant, as R_J^T a = a
-        a = (axis1[i, 0], axis1[i, 1], axis1[i, 2])
-        rot_axis(a[0], a[1], a[2], q[jq[i]], RJ)
+        _hinge_subspace(S, W, i)
         pw = cwm = vrel = (0.0, 0.0, 0.0)
-        ra = _rotate(RM, a)
         ui = u[S.ju[i]]
-        wrel = (ra[0] * ui, ra[1] * ui, ra[2] * ui)
-        _hinge_subspace(S, W, i, a)
+        if p < 0 or S.nm[p] == 0:
+            # the parent marker does not deform: E from the compiler's tables (hj_*)
+            _hinge_rotation(S, E, i, q[jq[i]])
+            wrel = (S.hj_m[i, 0] * ui, S.hj_m[i, 1] * ui, S.hj_m[i, 2] * ui)
+        else:
+            a = (axis1[i, 0], axis1[i, 1], axis1[i, 2])
+            rot_axis(a[0], a[1], a[2], q[jq[i]], RJ)
+            ra = _rotate(RM, a)
+            wrel = (ra[0] * ui, ra[1] * ui, ra[2] * ui)
+            _compose_rotations(c_R, RJ, RM, i, E, Rc)
     else:
         pw, cwm, wrel, vrel = _general_joint_motion(S, W, i, q, u)
+        _compose_rotations(c_R, RJ, RM, i, E, Rc)
+        _child_subspace(S, W, i)
     for j in range(3):
         V[_PW, j] = pw[j]
         V[_CW, j] = cwm[j]
         V[_WREL, j] = wrel[j]
         V[_VREL, j] = vrel[j]
-    # E = c_R RJ^T RM^T (parent axes -> child axes), Rc = c_R RJ^T (joint's parent-marker axes -> child)
+
+
+@kernel(inline=True)
+def _compose_rotations(c_R, RJ, RM, i, E, Rc):
+    """Rc = c_R RJ^T (the joint's parent-marker axes -> child) and E = Rc RM^T (parent axes ->
+    child), from the joint's rotation RJ and the parent marker's RM."""
     for j in range(3):
         c0, c1, c2 = c_R[i, j, 0], c_R[i, j, 1], c_R[i, j, 2]
         r0 = c0 * RJ[0, 0] + c1 * RJ[0, 1] + c2 * RJ[0, 2]
@@ -158,8 +173,20 @@ def _joint_motion(S, W, i, q, u):
         Rc[j, 0], Rc[j, 1], Rc[j, 2] = r0, r1, r2
         for l in range(3):
             E[j, l] = r0 * RM[l, 0] + r1 * RM[l, 1] + r2 * RM[l, 2]
-    if not hinge:
-        _child_subspace(S, W, i)
+
+
+@kernel(inline=True)
+def _hinge_rotation(S, E, i, theta):
+    """E = cos(theta) hj_C + (1 - cos(theta)) hj_w hj_m^T - sin(theta) hj_X: the rotation from
+    the parent's axes to the child's of a hinge at angle theta [rad] on a marker that does not
+    deform (compile/joints._hinge_tables)."""
+    C, X, w, m = S.hj_C, S.hj_X, S.hj_w, S.hj_m
+    c, s = np.cos(theta), np.sin(theta)
+    v = 1.0 - c
+    for j in range(3):
+        vw = v * w[i, j]
+        for l in range(3):
+            E[j, l] = c * C[i, j, l] + vw * m[i, l] - s * X[i, j, l]
 
 
 @kernel(inline=True)
@@ -191,11 +218,11 @@ def _general_joint_motion(S, W, i, q, u):
 
 
 @kernel(inline=True)
-def _hinge_subspace(S, W, i, a):
+def _hinge_subspace(S, W, i):
     """W.ab_S[i] of a revolute joint about the unit axis a (its parent-marker axes):
-    [c_pos x (c_R a); c_R a] in child axes."""
+    [c_pos x w; w] in child axes, w = c_R a (S.hj_w)."""
     c_pos, Sc = S.c_pos, W.ab_S
-    w = _rotate(S.c_R[i], a)
+    w = (S.hj_w[i, 0], S.hj_w[i, 1], S.hj_w[i, 2])
     v = _cross((c_pos[i, 0], c_pos[i, 1], c_pos[i, 2]), w)
     for j in range(3):
         Sc[i, j, 0] = v[j]

@@ -40,6 +40,13 @@ SYSTEM_FIELDS: tuple[tuple[str, str], ...] = (
     ("c_R", "(nb, 3, 3) R_BC: orientation of the child marker in B"),
     ("axis1", "(nb, 3) first joint axis, unit, in P"),
     ("axis2", "(nb, 3) second joint axis (universal, planar), unit, in P"),
+    # a revolute joint's rotation from the parent's to the child's axes on a parent marker that
+    # does not deform: E(theta) = cos(theta) hj_C + (1 - cos(theta)) hj_w hj_m^T - sin(theta) hj_X
+    # (compile/joints._hinge_tables)
+    ("hj_C", "(nb, 3, 3) R_BC R_PM^T (R_PM: the parent marker's orientation mk_R0 in the parent body)"),
+    ("hj_X", "(nb, 3, 3) R_BC [a]x R_PM^T (a = axis1)"),
+    ("hj_w", "(nb, 3) R_BC a: the joint axis in B"),
+    ("hj_m", "(nb, 3) R_PM a: the joint axis in the parent's axes"),
     ("jq", "(nb,) index of the joint's first coordinate in q"),
     ("jnq", "(nb,) number of the joint's position coordinates"),
     ("ju", "(nb,) index of the joint's first coordinate in u"),
@@ -356,7 +363,8 @@ def _prototype_system() -> tuple:
     f, i = np.zeros, lambda *s: np.zeros(s, np.int64)
     dims = dict(
         nb=0, nq=0, nv=0, gravity=f(3), parent=i(0), jtype=i(0), pmark=i(0), c_pos=f((0, 3)),
-        c_R=f((0, 3, 3)), axis1=f((0, 3)), axis2=f((0, 3)), jq=i(0), jnq=i(0), ju=i(0), jnv=i(0),
+        c_R=f((0, 3, 3)), axis1=f((0, 3)), axis2=f((0, 3)), hj_C=f((0, 3, 3)), hj_X=f((0, 3, 3)),
+        hj_w=f((0, 3)), hj_m=f((0, 3)), jq=i(0), jnq=i(0), ju=i(0), jnv=i(0),
         quat_q=i(0), quat_u=i(0), tree_top=i(0), tree_sub_ptr=i(1), tree_sub=i(0), nm=i(0), eq=i(0), ev=i(0), eta_max=f((0, 1)), mass=f(0), pt_n=i(0), pt_m=f((0, 1)),
         pt_s=f((0, 1, 3)), pt_P=f((0, 1, 3, 1)), pt_H=f((0, 1, 1, 1)), Mc=f((0, 7, 7)),
         iv_k=i(0), iv_h=i(0), iv_m=f(0), iv_S=f((0, 3)), iv_A=f((0, 3, 3)), iv_Sb=f((0, 3, 1)),
