@@ -200,7 +200,7 @@ def rhs(S, W, t, x, inputs, xd):
     for i in range(nv):
         xd[nq + i] = udot[i]
     qdot_of(S, q, u, xd)
-    current_rates(S, u, cur, inputs, xd[nq + nv:])
+    current_rates(S, u, cur, inputs, xd, nq + nv)
     return ok
 
 

@@ -28,9 +28,11 @@ def motor_torque(S, c, u, cur):
 
 
 @kernel
-def current_rates(S, u, cur, inputs, di):
-    """di[k] = d(current k)/dt [A/s] at rates u, currents cur and the voltage inputs."""
+def current_rates(S, u, cur, inputs, xd, i0):
+    """xd[i0 + k] = d(current k)/dt [A/s] at rates u, currents cur and the voltage inputs (an
+    offset into the caller's array, not a slice of it: a slice is a new array, whose reference
+    counts cost every right-hand side, motors or not)."""
     for k in range(S.mot_c.shape[0]):
         c = S.mot_c[k]
-        di[k] = armature_rate(cur[k], inputs[S.drive_in[c]], S.mot_ratio[c] * u[c], S.mot_R[c], S.mot_L[c],
-                              S.mot_kt[c])
+        xd[i0 + k] = armature_rate(cur[k], inputs[S.drive_in[c]], S.mot_ratio[c] * u[c], S.mot_R[c],
+                                   S.mot_L[c], S.mot_kt[c])
