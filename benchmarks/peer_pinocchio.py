@@ -19,6 +19,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import weakref
 from pathlib import Path
 from typing import Callable
 
@@ -73,8 +74,10 @@ PIN_DEFINITIONS = ("BOOST_MPL_LIMIT_LIST_SIZE=30", "BOOST_MPL_LIMIT_VECTOR_SIZE=
 
 def _prefix() -> Path:
     """The cmeel prefix of the pin wheel: include/ (pinocchio, boost, eigen3) and lib/."""
-    import cmeel
-
+    try:
+        import cmeel
+    except ImportError as err:
+        raise RuntimeError(f"no cmeel prefix ({err}): pip install pin") from None
     return Path(cmeel.__path__[0]).parent / "cmeel.prefix"
 
 
@@ -85,21 +88,24 @@ def _loop_library() -> ctypes.CDLL:
     eigen = prefix / "include" / "eigen3"
     if not eigen.is_dir():
         raise RuntimeError(f"no Eigen headers in {eigen}: pip install cmeel-eigen (in the bench extra)")
-    key = hashlib.sha256(LOOP_SOURCE.read_bytes() + version().encode()).hexdigest()[:16]
+    cxx = os.environ.get("CXX", "g++")
+    # -O3 -DNDEBUG as the wheel's own build, no -march as our kernels (generic CPU), and the
+    # definitions the wheel's CMake targets pinocchio_headers and pinocchio_default give their
+    # users (aba from the library's own instantiation, as pin.aba calls it)
+    flags = [cxx, "-O3", "-DNDEBUG", "-std=c++17", "-fPIC", "-shared", str(LOOP_SOURCE),
+             *(f"-D{d}" for d in PIN_DEFINITIONS),
+             "-I", str(prefix / "include"), "-I", str(eigen), "-L", str(prefix / "lib"),
+             "-lpinocchio_default", f"-Wl,-rpath,{prefix / 'lib'}"]
+    # the key: the source, pin's version and the command (its paths: a library linked against
+    # a venv that has since moved is built anew)
+    key = hashlib.sha256(LOOP_SOURCE.read_bytes() + version().encode() + "\0".join(flags).encode()).hexdigest()[:16]
     cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "flexmbs-bench"
     lib = cache / f"pin_loop-{key}.so"
     if not lib.exists():
-        cxx = os.environ.get("CXX", "g++")
         cache.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=cache) as tmp:
             out = Path(tmp) / lib.name
-            # -O3 -DNDEBUG as the wheel's own build, no -march as our kernels (generic CPU), and
-            # the definitions the wheel's CMake targets pinocchio_headers and pinocchio_default
-            # give their users (aba from the library's own instantiation, as pin.aba calls it)
-            cmd = [cxx, "-O3", "-DNDEBUG", "-std=c++17", "-fPIC", "-shared", str(LOOP_SOURCE),
-                   *(f"-D{d}" for d in PIN_DEFINITIONS),
-                   "-I", str(prefix / "include"), "-I", str(eigen), "-L", str(prefix / "lib"),
-                   "-lpinocchio_default", f"-Wl,-rpath,{prefix / 'lib'}", "-o", str(out)]
+            cmd = flags + ["-o", str(out)]
             print(f"  compiling {LOOP_SOURCE.name} against pin {version()} (about a minute)",
                   file=sys.stderr, flush=True)
             try:
@@ -109,12 +115,16 @@ def _loop_library() -> ctypes.CDLL:
             if done.returncode != 0:
                 raise RuntimeError(f"{' '.join(cmd)} failed:\n{done.stderr[-2000:]}")
             os.replace(out, lib)
-    so = ctypes.CDLL(str(lib))
+    try:
+        so = ctypes.CDLL(str(lib))
+    except OSError as err:
+        raise RuntimeError(f"{lib} does not load: {err}") from None
     dp = ctypes.POINTER(ctypes.c_double)
     so.pin_chain_new.restype = ctypes.c_void_p
     so.pin_chain_new.argtypes = [ctypes.c_int, ctypes.c_char_p] + [dp] * 5
     so.pin_chain_aba.restype = None
     so.pin_chain_aba.argtypes = [ctypes.c_void_p, dp, dp, ctypes.c_long, dp]
+    so.pin_chain_free.restype = None
     so.pin_chain_free.argtypes = [ctypes.c_void_p]
     return so
 
@@ -135,12 +145,14 @@ def compiled_chain_rhs(links: list[Link], q: np.ndarray, qd: np.ndarray
             arr([lk.com for lk in links]), arr([lk.inertia for lk in links]), arr(GRAVITY)]
     handle = so.pin_chain_new(len(links), "".join(lk.axis for lk in links).encode(), *map(ptr, data))
     if not handle:
-        raise RuntimeError("pin_chain_new refused the chain's axes")
+        raise RuntimeError("pin_chain_new refused the chain (an axis other than 'z' or 'y', or "
+                           "Pinocchio threw)")
     q, qd, ddq = arr(q), arr(qd), np.zeros(len(links))
 
     def block(k: int) -> None:
         so.pin_chain_aba(handle, ptr(q), ptr(qd), k, ptr(ddq))
 
+    weakref.finalize(block, so.pin_chain_free, handle)
     block(1)
-    block.keep_alive = (so, handle, q, qd, ddq)
+    block.keep_alive = (so, q, qd, ddq)
     return block, ddq.copy()

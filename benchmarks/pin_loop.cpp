@@ -27,9 +27,10 @@ struct Chain {
 extern "C" {
 
 // A chain of n links (axes: n characters 'z' or 'y'; offset, com, inertia: 3 n values, mass: n,
-// gravity: 3 values [m/s^2]); null on a bad axis character.
+// gravity: 3 values [m/s^2]); null on a bad axis character or when Pinocchio throws (no C++
+// exception crosses into the caller).
 void *pin_chain_new(int n, const char *axes, const double *offset, const double *mass,
-                    const double *com, const double *inertia, const double *gravity) {
+                    const double *com, const double *inertia, const double *gravity) try {
   pinocchio::Model model;
   model.gravity.linear(Eigen::Vector3d(gravity[0], gravity[1], gravity[2]));
   pinocchio::JointIndex parent = 0;
@@ -48,6 +49,8 @@ void *pin_chain_new(int n, const char *axes, const double *offset, const double 
     model.appendBodyToJoint(parent, pinocchio::Inertia(mass[k], c, I), pinocchio::SE3::Identity());
   }
   return new Chain(model);
+} catch (...) {
+  return nullptr;
 }
 
 // k calls of pinocchio::aba at (q, v, tau = 0); the accelerations of the last [rad/s^2] into ddq.

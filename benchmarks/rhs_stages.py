@@ -87,7 +87,7 @@ def _prefix(k, S, W, inputs, out, calls):
             for i in range(nv):
                 out[nq + i] = udot[i]
             qdot_of(S, q, u, out)
-            current_rates(S, u, cur, inputs, out[nq + nv:])
+            current_rates(S, u, cur, inputs, out, nq + nv)
 
 
 @njit

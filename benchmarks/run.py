@@ -212,7 +212,8 @@ def ours_call(system: System, x: np.ndarray) -> Callable[[], int]:
     def call() -> int:
         return f_eval(S, W, 0.0, x, inputs, out)
 
-    call()
+    if call() != OK:
+        raise RuntimeError(f"f_eval failed on {system.model.name}")
     return call
 
 
@@ -392,6 +393,7 @@ def chain_rhs(cfg: argparse.Namespace, peers: dict, rep: Report) -> None:
                     blocks["pinocchio_loop"] = pp.compiled_chain_rhs(links, q, qd)
                 except RuntimeError as err:
                     loop_error = str(err)
+                    results.pop("pinocchio_loop", None)     # no partial N set in the fit
                     log(f"  Pinocchio in a compiled loop is skipped: {loop_error}")
         if peers["mujoco"]:
             call = pm.chain_rhs(links, q, qd)
