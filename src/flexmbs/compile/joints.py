@@ -103,8 +103,16 @@ def _geometry(tree: Tree, markers: Markers) -> dict:
         pmark=np.array([markers.index[f"{j.parent}.{j.parent_marker}"] for j in joints], dtype=np.int64),
         c_pos=np.array([mk["mk_s0"][k] for k in cmark]).reshape(nb, 3),
         c_R=np.array([mk["mk_R0"][k] for k in cmark]).reshape(nb, 3, 3),
-        axis1=np.array([np.asarray(j.axis, float) for j in joints]).reshape(nb, 3),
-        axis2=np.array([np.asarray(j.axis2, float) for j in joints]).reshape(nb, 3))
+        axis1=np.array([_unit(j.axis) for j in joints]).reshape(nb, 3),
+        axis2=np.array([_unit(j.axis2) for j in joints]).reshape(nb, 3))
+
+
+def _unit(axis) -> np.ndarray:
+    """The axis scaled to unit length (the model's checks accept it within 1e-6 of one; the
+    kernels' formulas, the hinge tables' among them, take it as exactly one), a zero one as is."""
+    a = np.asarray(axis, float)
+    n = np.linalg.norm(a)
+    return a / n if n > 0.0 else a
 
 
 def _hinge_tables(geometry: dict, mk_R0: np.ndarray) -> dict:
@@ -114,7 +122,7 @@ def _hinge_tables(geometry: dict, mk_R0: np.ndarray) -> dict:
     R_J = cos(theta) I + sin(theta) [a]x + (1 - cos(theta)) a a^T about its unit axis a
     (Rodrigues) and E = R_BC R_J^T R_PM^T,
     E(theta) = cos(theta) C + (1 - cos(theta)) w m^T - sin(theta) X, with C = R_BC R_PM^T,
-    X = R_BC [a]x R_PM^T, w = R_BC a and m = R_PM a; the kernel needs a sine, a cosine and 27
+    X = R_BC [a]x R_PM^T, w = R_BC a and m = R_PM a; the kernel needs a sine, a cosine and 30
     multiplications where composing the rotations takes 54. Filled for every joint from its
     axis1; the kernels read them for revolute joints only."""
     c_R, a, pmark = geometry["c_R"], geometry["axis1"], geometry["pmark"]

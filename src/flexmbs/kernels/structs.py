@@ -46,7 +46,7 @@ SYSTEM_FIELDS: tuple[tuple[str, str], ...] = (
     ("hj_C", "(nb, 3, 3) R_BC R_PM^T (R_PM: the parent marker's orientation mk_R0 in the parent body)"),
     ("hj_X", "(nb, 3, 3) R_BC [a]x R_PM^T (a = axis1)"),
     ("hj_w", "(nb, 3) R_BC a: the joint axis in B"),
-    ("hj_m", "(nb, 3) R_PM a: the joint axis in the parent's axes"),
+    ("hj_m", "(nb, 3) R_PM a: the joint axis in the parent's axes (on such a marker)"),
     ("jq", "(nb,) index of the joint's first coordinate in q"),
     ("jnq", "(nb,) number of the joint's position coordinates"),
     ("ju", "(nb,) index of the joint's first coordinate in u"),
@@ -214,7 +214,8 @@ def _workspace_fields(S) -> dict:
         per body processed: ab_D, ab_L (nbd, nbd) pivot block and its factor, ab_x (nbd),
         ab_Ia (6, 6) IA - U D^-1 U^T, ab_T (6, nbd) and ab_X (6, 6) scratch of the transform
         to the parent (ab_Ia rotated, shifted, times P's modal columns), ab_fa, ab_a6 (6), rotations
-        ab_E (parent -> child axes), ab_Rc (parent marker -> child), ab_RM (parent marker ->
+        ab_E (parent -> child axes), ab_Rc (parent marker -> child; not written for a hinge on a
+        rigid parent or the ground), ab_RM (parent marker ->
         parent), ab_V3 (N_V3, 3) named 3-vectors, ab_eta, ab_etad (nmax) zero-padded modal
         state, ab_vb, ab_wb (3), body terms ab_hb, ab_Fb (nbd), ab_g (3)
         gravity in body axes; joint kinematics scratch ab_p, ab_R, ab_Sv, ab_Sw, ab_cw, ab_R1,
