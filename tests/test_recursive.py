@@ -188,6 +188,14 @@ def test_branched_tree():
     assert_routes_agree(branched_tree())
 
 
+def test_hinge_axes_off_unit_length_as_the_checks_accept():
+    """Axes 5e-7 longer than unit, which the model's checks accept: the recursion's hinge tables
+    (compile/joints._hinge_tables) and the composite route's rotation take the same axis."""
+    model = rigid_chain(3, ("revolute",), seed=6)
+    joints = [replace(j, axis=tuple(np.asarray(j.axis) * (1.0 + 5e-7))) for j in model.joints]
+    assert_routes_agree(replace(model, joints=joints))
+
+
 def test_huang_arm_flexible_child():
     assert_routes_agree(huang_arm(alpha=1e-3, springs=True))
 
