@@ -183,14 +183,18 @@ def _repeat_natural(N, W, y, yd, a, k):
     return dropped
 
 
+def _rhs_arguments(system: System, x: np.ndarray) -> tuple:
+    """(S, W, x, inputs, out): f_eval's arguments at state x and the default inputs, with the
+    workspace the integrators use."""
+    x = np.array(x, dtype=float)
+    return system.ref, Stepper(system, Settings(method="rk4")).W, x, system.input_defaults, np.zeros_like(x)
+
+
 def ours_rhs(system: System, x: np.ndarray) -> tuple[Callable[[int], None], np.ndarray]:
     """(block, xdot): block(k) evaluates the right-hand side f_eval at (t = 0, x, default
     inputs) k times inside one numba loop (with the workspace the integrators use); xdot =
     [qdot; udot] at x."""
-    S, W = system.ref, Stepper(system, Settings(method="rk4")).W
-    x = np.array(x, dtype=float)
-    out = np.zeros_like(x)
-    inputs = system.input_defaults
+    S, W, x, inputs, out = _rhs_arguments(system, x)
 
     def block(k: int) -> None:
         status = _repeat_f_eval(S, W, x, inputs, out, k)
@@ -204,10 +208,7 @@ def ours_rhs(system: System, x: np.ndarray) -> tuple[Callable[[int], None], np.n
 def ours_call(system: System, x: np.ndarray) -> Callable[[], int]:
     """call(): one right-hand side f_eval at (t = 0, x, default inputs) called from Python, as
     a user's script or an FMU calls it (numba's dispatch of the arguments included)."""
-    S, W = system.ref, Stepper(system, Settings(method="rk4")).W
-    x = np.array(x, dtype=float)
-    out = np.zeros_like(x)
-    inputs = system.input_defaults
+    S, W, x, inputs, out = _rhs_arguments(system, x)
 
     def call() -> int:
         return f_eval(S, W, 0.0, x, inputs, out)

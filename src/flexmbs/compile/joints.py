@@ -11,7 +11,7 @@ from flexmbs_laws import motor as motor_law
 
 from ..kernels.joints import CODE_OF
 from ..model import JOINTS, Issue, Joint, ModelError
-from ..so3 import quat_from_rotvec
+from ..so3 import quat_from_rotvec, skew
 from .bodies import Bodies
 from .markers import Markers
 from .tree import Tree
@@ -127,9 +127,7 @@ def _hinge_tables(geometry: dict, mk_R0: np.ndarray) -> dict:
     axis1; the kernels read them for revolute joints only."""
     c_R, a, pmark = geometry["c_R"], geometry["axis1"], geometry["pmark"]
     R_PM = mk_R0[pmark]
-    ax = np.zeros_like(c_R)
-    ax[:, 0, 1], ax[:, 0, 2], ax[:, 1, 2] = -a[:, 2], a[:, 1], -a[:, 0]
-    ax -= np.transpose(ax, (0, 2, 1))
+    ax = np.array([skew(ai) for ai in a]).reshape(c_R.shape)
     R_MP = np.transpose(R_PM, (0, 2, 1))
     return dict(hj_C=c_R @ R_MP, hj_X=c_R @ ax @ R_MP, hj_w=np.einsum("bij,bj->bi", c_R, a),
                 hj_m=np.einsum("bij,bj->bi", R_PM, a))
