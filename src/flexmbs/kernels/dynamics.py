@@ -179,12 +179,13 @@ def qdot_of(S, q, u, qd):
             quat_rate(q, k, u, S.quat_u[i], qd)
 
 
-@njit(**KERNEL, inline="always")
+@kernel
 def rhs(S, W, t, x, inputs, xd):
     """First-order form x = [q; u; i] (i: the motor currents [A]): xd = [qdot; udot; idot].
-    Returns False on a singular mass matrix. Python calls it as solvers.common.f_eval, into which
-    numba inlines it: one compiled layer (each holds the object code of the whole route) instead
-    of two."""
+    Returns False on a singular mass matrix. Python calls it as solvers.common.f_eval. A kernel
+    of its own, not inlined into f_eval: there, under numba's runtime, each of the four reads of
+    a workspace array below took a reference count (an atomic increment and decrement), 4 % of
+    the double pendulum's right-hand side (perf_rhs.py)."""
     nq, nv = S.nq, S.nv
     q = W.xq
     u = W.xu

@@ -4,7 +4,7 @@ import numpy as np
 from numba import njit
 
 from ..kernels.dynamics import normalize_quaternions, rhs
-from ..kernels.settings import JIT
+from ..kernels.settings import JIT, kernel
 
 OK, SINGULAR, STEP_TOO_SMALL, NOT_FINITE, NEWTON_FAILED, DIVERGED, LOOP_OPEN = 0, 1, 2, 3, 4, 5, 6
 MESSAGES = {
@@ -21,7 +21,7 @@ MESSAGES = {
 RK4, DOPRI5, IMPLICIT = 0, 1, 2
 
 
-@njit(**JIT)
+@kernel
 def error_norm(err, x0, x1, atol, rtol):
     """RMS of err_i / (atol_i + rtol max(|x0_i|, |x1_i|)) (Hairer's norm)."""
     s = 0.0
@@ -31,10 +31,12 @@ def error_norm(err, x0, x1, atol, rtol):
     return np.sqrt(s / err.size)
 
 
-@njit(**JIT)
+@kernel
 def check_state(S, x):
     """OK, NOT_FINITE, or DIVERGED when a modal coordinate exceeds its bound S.eta_max (the
-    amplitude at which the mode alone deflects its body by the body's size)."""
+    amplitude at which the mode alone deflects its body by the body's size). A kernel: the
+    integrators call it after every step, and under numba's runtime each read of a System array
+    takes a reference count."""
     for v in x:
         if not np.isfinite(v):
             return NOT_FINITE
@@ -45,14 +47,28 @@ def check_state(S, x):
     return OK
 
 
-@njit(**JIT)
-def f_eval(S, W, t, x, inputs, out):
-    """The right-hand side (kernels/dynamics.rhs, inlined here) with the status as an int."""
+@kernel(inline=True)
+def rhs_status(S, W, t, x, inputs, out):
+    """The right-hand side (kernels/dynamics.rhs) with the status as an int, for the
+    integrators' kernels."""
     return OK if rhs(S, W, t, x, inputs, out) else SINGULAR
 
 
 @njit(**JIT)
+def f_eval(S, W, t, x, inputs, out):
+    """rhs_status for Python and the entry points (compiled with numba's runtime)."""
+    return rhs_status(S, W, t, x, inputs, out)
+
+
+@njit(**JIT)
 def jacobian_fd(S, W, t, x, f0, inputs, scale, Jac, xp, fp):
+    """Forward-difference Jacobian Jac = df/dx at (t, x) [1/s for the rate rows], f0 = f(t, x),
+    for Python (jacobian_columns, which the implicit method's kernels call)."""
+    return jacobian_columns(S, W, t, x, f0, inputs, scale, Jac, xp, fp)
+
+
+@kernel
+def jacobian_columns(S, W, t, x, f0, inputs, scale, Jac, xp, fp):
     """Forward-difference Jacobian Jac = df/dx at (t, x) [1/s for the rate rows], f0 = f(t, x).
 
     The increment of state j is sqrt(machine eps) max(|x_j|, scale_j) (scale: the typical
@@ -64,7 +80,7 @@ def jacobian_fd(S, W, t, x, f0, inputs, scale, Jac, xp, fp):
     for j in range(nx):
         dx = 1.5e-8 * max(abs(x[j]), scale[j])
         xp[j] = x[j] + dx
-        st = f_eval(S, W, t, xp, inputs, fp)
+        st = rhs_status(S, W, t, xp, inputs, fp)
         xp[j] = x[j]
         if st != OK:
             return st
@@ -73,6 +89,7 @@ def jacobian_fd(S, W, t, x, f0, inputs, scale, Jac, xp, fp):
     return OK
 
 
-@njit(**JIT)
+@kernel
 def project(S, x):
+    """The state x back onto its manifold after a step: unit quaternions."""
     normalize_quaternions(S, x)

@@ -1,10 +1,14 @@
-"""Explicit integrators (numba): fixed-step classical RK4 and adaptive Dormand-Prince 5(4)."""
+"""Explicit integrators (numba): fixed-step classical RK4 and adaptive Dormand-Prince 5(4).
+
+Python calls the entry points rk4_advance, rk4_samples and dopri5_advance, compiled with
+numba's runtime (settings.JIT); each hands its work to a kernel (settings.KERNEL), so that
+the steps and right-hand sides run without reference counts on the boxes' and K's arrays."""
 
 import numpy as np
 from numba import njit
 
-from ..kernels.settings import JIT
-from .common import OK, STEP_TOO_SMALL, check_state, error_norm, f_eval, project
+from ..kernels.settings import JIT, kernel
+from .common import OK, STEP_TOO_SMALL, check_state, error_norm, project, rhs_status
 
 # Dormand-Prince 5(4) tableau
 _C = np.array([0.0, 1 / 5, 3 / 10, 4 / 5, 8 / 9, 1.0, 1.0])
@@ -22,6 +26,12 @@ _E = np.array([71 / 57600, 0.0, -71 / 16695, 71 / 1920, -17253 / 339200, 22 / 52
 def rk4_advance(S, W, t, x, t_end, h, inputs, K, xs):
     """Integrate x from t to t_end with equal classical RK4 steps of at most h (rounded so
     they land on t_end). K (4 x nx) and xs (nx) are scratch. Returns (status, nsteps)."""
+    return _rk4(S, W, t, x, t_end, h, inputs, K, xs)
+
+
+@kernel
+def _rk4(S, W, t, x, t_end, h, inputs, K, xs):
+    """rk4_advance's steps."""
     n = int(np.ceil((t_end - t) / h - 1e-9))
     if n < 1:
         return OK, 0
@@ -29,16 +39,16 @@ def rk4_advance(S, W, t, x, t_end, h, inputs, K, xs):
     nx = x.size
     for k in range(n):
         tk = t + k * hh
-        st = f_eval(S, W, tk, x, inputs, K[0])
+        st = rhs_status(S, W, tk, x, inputs, K[0])
         for i in range(nx):
             xs[i] = x[i] + 0.5 * hh * K[0, i]
-        st |= f_eval(S, W, tk + 0.5 * hh, xs, inputs, K[1])
+        st |= rhs_status(S, W, tk + 0.5 * hh, xs, inputs, K[1])
         for i in range(nx):
             xs[i] = x[i] + 0.5 * hh * K[1, i]
-        st |= f_eval(S, W, tk + 0.5 * hh, xs, inputs, K[2])
+        st |= rhs_status(S, W, tk + 0.5 * hh, xs, inputs, K[2])
         for i in range(nx):
             xs[i] = x[i] + hh * K[2, i]
-        st |= f_eval(S, W, tk + hh, xs, inputs, K[3])
+        st |= rhs_status(S, W, tk + hh, xs, inputs, K[3])
         if st != OK:
             return st, k
         for i in range(nx):
@@ -58,7 +68,7 @@ def rk4_samples(S, W, t, X, h, inputs, K, xs, x):
     x[:] = X[0]
     steps = 0
     for k in range(1, t.size):
-        st, n = rk4_advance(S, W, t[k - 1], x, t[k], h, inputs, K, xs)
+        st, n = _rk4(S, W, t[k - 1], x, t[k], h, inputs, K, xs)
         steps += n
         if st != OK:
             return st, k, steps
@@ -87,7 +97,7 @@ _ALPHA = 0.2 - 0.75 * _BETA
 ERR_FLOOR = 1e-4
 
 
-@njit(**JIT)
+@kernel
 def _next_step(h, en, ctl):
     """The next step [s] after a trial of step h with error norm en, and the controller's memory
     ctl updated: ctl[0] the error norm of the last accepted step, ctl[1] 1.0 while the last
@@ -103,7 +113,7 @@ def _next_step(h, en, ctl):
     return h * min(grow, max(_SHRINK, factor))
 
 
-@njit(**JIT)
+@kernel
 def _after_landing(h, planned, en):
     """The next step [s] after an accepted step h shortened from the planned one to land on
     t_end: the planned step, shrunk (by at most _SHRINK) as far as the short step's error en,
@@ -128,6 +138,12 @@ def dopri5_advance(S, W, t, x, t_end, h, h_max, h_min, rtol, atol, inputs, K, xs
     and span (its start and length [s]) are kept, so a later t_end inside that step takes no
     step at all.
     Returns (status, t, h_next, nsteps, nrejected)."""
+    return _dopri5(S, W, t, x, t_end, h, h_max, h_min, rtol, atol, inputs, K, xs, err, dense, D, span, xo, ctl)
+
+
+@kernel
+def _dopri5(S, W, t, x, t_end, h, h_max, h_min, rtol, atol, inputs, K, xs, err, dense, D, span, xo, ctl):
+    """dopri5_advance's steps."""
     nsteps = 0
     nrej = 0
     t_near = t_end - 1e-12 * max(1.0, abs(t_end))
@@ -141,12 +157,13 @@ def dopri5_advance(S, W, t, x, t_end, h, h_max, h_min, rtol, atol, inputs, K, xs
                 _dense_coefficients(x, xs, h, K, D)
                 span[0], span[1] = t, h
             t = t_end if last else t + h
-            x[:] = xs
+            for i in range(x.size):   # element by element: a kernel has no runtime for slice copies
+                x[i] = xs[i]
+                K[0, i] = K[6, i]
             project(S, x)
             st = check_state(S, x)
             if st != OK:
                 return st, t, h, nsteps, nrej
-            K[0] = K[6]
             nsteps += 1
             h = _after_landing(h, planned, en) if last and h < planned else _next_step(h, en, ctl)
         else:
@@ -160,7 +177,7 @@ def dopri5_advance(S, W, t, x, t_end, h, h_max, h_min, rtol, atol, inputs, K, xs
     return OK, t, h, nsteps, nrej
 
 
-@njit(**JIT)
+@kernel
 def _dp_trial(S, W, t, x, h, inputs, K, xs, err, atol, rtol):
     """Stages 1..6 of a step h from (t, x) into K (K[0] = f(t, x)), the solution into xs and
     the error estimate into err. Returns (status, weighted error norm; 1e10 when a stage failed
@@ -173,7 +190,7 @@ def _dp_trial(S, W, t, x, h, inputs, K, xs, err, atol, rtol):
             for j in range(s):
                 acc += h * _A[s, j] * K[j, i]
             xs[i] = acc
-        st = f_eval(S, W, t + _C[s] * h, xs, inputs, K[s])
+        st = rhs_status(S, W, t + _C[s] * h, xs, inputs, K[s])
         if st != OK:
             # a trial stage left the valid region (e.g. an indefinite mass matrix): reject
             return st, 1e10
@@ -186,7 +203,7 @@ def _dp_trial(S, W, t, x, h, inputs, K, xs, err, atol, rtol):
     return st, (en if np.isfinite(en) else 1e10)
 
 
-@njit(**JIT)
+@kernel
 def _dense_coefficients(x, xs, h, K, D):
     """The coefficients D (5 x nx) of the dense output of the accepted step h from x to xs
     (stages in K, K[6] = f at xs)."""
@@ -202,12 +219,13 @@ def _dense_coefficients(x, xs, h, K, D):
         D[4, i] = h * acc
 
 
-@njit(**JIT)
+@kernel
 def _interpolate(t, x, D, span, xo):
     """x(t) into xo by the dense output D of the step span = (start, length) [s]; x itself when
     no step was taken (length 0)."""
     if span[1] <= 0.0:
-        xo[:] = x
+        for i in range(x.size):
+            xo[i] = x[i]
         return
     th = (t - span[0]) / span[1]
     th1 = 1.0 - th

@@ -39,8 +39,8 @@ import numpy as np
 from numba import njit
 
 from ..kernels.linalg import lu_factor, lu_solve
-from ..kernels.settings import JIT
-from .common import OK, SINGULAR, STEP_TOO_SMALL, check_state, error_norm, f_eval, jacobian_fd, project
+from ..kernels.settings import JIT, kernel
+from .common import OK, SINGULAR, STEP_TOO_SMALL, check_state, error_norm, jacobian_columns, project, rhs_status
 
 # ROS34PW2 as given by Rang & Angermann (2005): alpha (stage abscissae weights),
 # Gamma (lower triangular, diagonal gamma), b (order 3) and bhat (embedded order 2)
@@ -96,9 +96,17 @@ def ros_advance(S, W, t, x, t_end, h, h_max, h_min, rtol, atol, scale, jac_move,
     Returns (status, h_next, nsteps, nrejected, samples filled): on failure X[:filled] are good.
 
     The integrator's memory comes as plain arrays, not in a box: the Stepper saves and restores
-    them (an FMU's state), and a box passed between these functions, which run with numba's
-    runtime, would cost a reference count at every call.
+    them (an FMU's state). The steps run in a kernel (_ros), without numba's runtime and so
+    without reference counts on the arrays they read.
     """
+    return _ros(S, W, t, x, t_end, h, h_max, h_min, rtol, atol, scale, jac_move, jac_drift, inputs, K, Jac, LU,
+                piv, xs, err, memo, hf, T, X, P)
+
+
+@kernel
+def _ros(S, W, t, x, t_end, h, h_max, h_min, rtol, atol, scale, jac_move, jac_drift, inputs, K, Jac, LU, piv, xs,
+         err, memo, hf, T, X, P):
+    """ros_advance's steps."""
     nsteps = 0
     nrej = 0
     f0 = K[4]
@@ -111,7 +119,7 @@ def ros_advance(S, W, t, x, t_end, h, h_max, h_min, rtol, atol, scale, jac_move,
         h = min(h_want, t_end - t)
         last = h >= t_end - t
         if not have_f0:
-            st = f_eval(S, W, t, x, inputs, f0)
+            st = rhs_status(S, W, t, x, inputs, f0)
             if st != OK:
                 return st, h, nsteps, nrej, filled
             have_f0 = True
@@ -139,7 +147,7 @@ def ros_advance(S, W, t, x, t_end, h, h_max, h_min, rtol, atol, scale, jac_move,
             have_f0 = False
             if filled < T.size and T[filled] < t:
                 # the rate at the step's end, for the samples inside it: the next step's first stage
-                st = f_eval(S, W, t, x, inputs, f0)
+                st = rhs_status(S, W, t, x, inputs, f0)
                 if st != OK:
                     return st, h, nsteps, nrej, filled
                 have_f0 = True
@@ -167,7 +175,7 @@ def ros_advance(S, W, t, x, t_end, h, h_max, h_min, rtol, atol, scale, jac_move,
     return OK, h, nsteps, nrej, filled
 
 
-@njit(**JIT)
+@kernel
 def _hermite(S, T, X, k, t0, t1, P, x1, f1):
     """X[k], X[k+1], ... at the sample times T[k], ... up to t1 [s], from the step of t0 to t1
     (start state and rate P[0], P[1], end state x1 and rate f1): cubic Hermite interpolation,
@@ -192,7 +200,7 @@ def _hermite(S, T, X, k, t0, t1, P, x1, f1):
     return k
 
 
-@njit(**JIT)
+@kernel
 def _jacobian(S, W, t, x, inputs, scale, jac_move, jac_drift, K, Jac, xs, memo):
     """Renew the Jacobian Jac at (t, x) (f(t, x) in K[4]) when it is not valid, or when a
     position state moved by more than jac_move times its scale since its pose K[6] and the
@@ -215,7 +223,7 @@ def _jacobian(S, W, t, x, inputs, scale, jac_move, jac_drift, K, Jac, xs, memo):
                 break
     if memo[JAC_OK] == 1:
         return OK, False
-    st = jacobian_fd(S, W, t, x, f0, inputs, scale, Jac, xs, fx)
+    st = jacobian_columns(S, W, t, x, f0, inputs, scale, Jac, xs, fx)
     if st != OK:
         return st, False
     memo[JAC_OK] = 1
@@ -226,7 +234,7 @@ def _jacobian(S, W, t, x, inputs, scale, jac_move, jac_drift, K, Jac, xs, memo):
     return OK, True
 
 
-@njit(**JIT)
+@kernel
 def _still_valid(S, W, t, x, inputs, scale, drift, f0, Jac, xp, fp):
     """Whether Jac still describes the model at (t, x) (f0 = f(t, x)): the change of the rates
     (rows nq on: the velocities' and motor currents' derivatives) under the probe step d_j = +-1.5e-8
@@ -245,7 +253,7 @@ def _still_valid(S, W, t, x, inputs, scale, drift, f0, Jac, xp, fp):
     for j in range(nx):
         sign = 1.0 if (j * j + 3 * j) % 5 < 3 else -1.0
         xp[j] = x[j] + sign * 1.5e-8 * max(abs(x[j]), scale[j])
-    st = f_eval(S, W, t, xp, inputs, fp)
+    st = rhs_status(S, W, t, xp, inputs, fp)
     if st != OK:
         return st, False
     diff = 0.0
@@ -259,7 +267,7 @@ def _still_valid(S, W, t, x, inputs, scale, drift, f0, Jac, xp, fp):
     return OK, diff <= drift * drift * pred
 
 
-@njit(**JIT)
+@kernel
 def _factor(h, Jac, LU, piv, memo, hf):
     """Factor I/(h gamma) - Jac into LU, piv unless the factors of step hf[0] serve (to 1e-6 of
     it). Returns OK or SINGULAR."""
@@ -280,7 +288,7 @@ def _factor(h, Jac, LU, piv, memo, hf):
     return SINGULAR
 
 
-@njit(**JIT)
+@kernel
 def _stages(S, W, t, x, h, inputs, K, LU, piv, xs):
     """The stages U_0..U_3 of a step h from (t, x) into K[0..3] (f(t, x) in K[4], K[5] scratch).
     Returns the status of the right-hand sides."""
@@ -297,7 +305,7 @@ def _stages(S, W, t, x, h, inputs, K, LU, piv, xs):
                 for j in range(s):
                     acc += A_T[s, j] * K[j, i]
                 xs[i] = acc
-            st = f_eval(S, W, t + C_STAGE[s] * h, xs, inputs, fx)
+            st = rhs_status(S, W, t + C_STAGE[s] * h, xs, inputs, fx)
             if st != OK:
                 return st
         for i in range(nx):
@@ -309,7 +317,7 @@ def _stages(S, W, t, x, h, inputs, K, LU, piv, xs):
     return OK
 
 
-@njit(**JIT)
+@kernel
 def _error(x, K, xs, err, atol, rtol):
     """The step's solution into xs, its error estimate into err, and the weighted norm of the
     error (1e10 when not finite)."""
