@@ -10,6 +10,9 @@ from flexmbs.linearize import linearize
 from flexmbs.scene import _kernel_poses
 from flexmbs.solvers.stepper import Settings, Stepper
 from flexmbs.compile import compile_model
+from flexmbs.kernels.structs import box, make_workspace
+from flexmbs.model import Body, Joint, Load, Marker, Model
+from flexmbs.solvers.common import OK, f_eval
 
 
 def _counts(*boxes) -> list[int]:
@@ -28,3 +31,43 @@ def test_entry_points_leave_no_references_behind():
         linearize(system)
         _kernel_poses(system, result.states[-2:])
         assert _counts(system.ref, stepper.W) == before, name
+
+
+def _loaded_chain() -> Model:
+    """Two hinged links with a world-frame point force on the second and a spring-damper from
+    the ground to it: loads that read the bodies' world motion inside the right-hand side."""
+    link = dict(mass=1.0, com=(0.25, 0.0, 0.0), inertia=(0.001, 0.02, 0.02))
+    return Model(
+        gravity=(0.0, 0.0, -9.81),
+        ground_markers=[Marker("origin"), Marker("anchor", position=(0.3, 0.4, -0.2))],
+        bodies=[Body(n, **link, markers=[Marker("hinge"), Marker("tip", position=(0.5, 0.0, 0.0))]) for n in "ab"],
+        joints=[Joint("j1", "revolute", "ground", "origin", "a", "hinge", axis=(0, 1, 0), q0=[0.3], qd0=[0.5]),
+                Joint("j2", "revolute", "a", "tip", "b", "hinge", axis=(0, 0, 1), q0=[-0.4], qd0=[1.0])],
+        loads=[Load("point_force", "push", body="b", marker="tip", force=(0.0, 2.0, 1.0), frame="world"),
+               Load("spring_damper", "sd", marker_a="ground.anchor", marker_b="b.tip", stiffness=50.0,
+                    damping=2.0, rest_length=0.2)])
+
+
+def test_rates_only_right_hand_side_skips_world_motion_nothing_reads():
+    """While an integrator's kernel runs (W.rates_only = 1) the recursion leaves the bodies' world
+    position and motion unset where nothing in the right-hand side reads them: with those arrays
+    poisoned with NaN, the rates are bit for bit those of a full evaluation, and the poison stays
+    for a model without loads (the work was skipped) but not for one whose point force and
+    spring-damper read them, nor for closed loops."""
+    cases = [("double_pendulum", compile_model(flexmbs.load_model("double_pendulum")), True),
+             ("huang_two_link", compile_model(flexmbs.load_model("huang_two_link")), True),
+             ("four_bar", compile_model(flexmbs.load_model("four_bar")), False),
+             ("loaded chain", compile_model(_loaded_chain()), False)]
+    for name, system, skipped in cases:
+        arrays = make_workspace(system.arrays)
+        W = box(arrays)
+        x = np.concatenate([system.q0, system.u0 + 0.3])
+        full, lean = np.zeros(x.size), np.zeros(x.size)
+        assert f_eval(system.ref, W, 0.1, x, system.input_defaults, full) == OK
+        world = (arrays.r, arrays.v, arrays.w, arrays.a, arrays.al)
+        for arr in world:
+            arr[:] = np.nan
+        arrays.rates_only[0] = 1.0
+        assert f_eval(system.ref, W, 0.1, x, system.input_defaults, lean) == OK
+        assert np.array_equal(lean, full), name
+        assert all(np.isnan(arr).all() == skipped for arr in world), name

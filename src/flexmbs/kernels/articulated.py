@@ -342,24 +342,26 @@ def _world_motion(S, W, i):
     """Pass 1, body i: its world pose and motion W.A, W.r, W.v, W.w, W.a, W.al (for the loads):
     A_i = A_p E^T, r_i = r_p + A_p (s + pw + dp), a_i = A_p a, al_i = A_p al (the child origin's
     velocity-product accelerations in the parent's axes, rows _AI, _ALI), v_i = A_i vb,
-    w_i = A_i wb."""
+    w_i = A_i wb. In an integrator's right-hand side (W.rates_only) A_i only, unless point
+    forces, spring-dampers or loop rows read the rest through kinematics.marker_world."""
     p = S.parent[i]
     A, r, v, w, a, al = W.A, W.r, W.v, W.w, W.a, W.al
     E, V, vb, wb = W.ab_E, W.ab_V3, W.ab_vb, W.ab_wb
+    for j in range(3):   # A, for gravity in body axes
+        for l in range(3):
+            A[i, j, l] = A[p, j, 0] * E[l, 0] + A[p, j, 1] * E[l, 1] + A[p, j, 2] * E[l, 2] if p >= 0 else E[l, j]
+    if W.rates_only[0] != 0.0 and S.pf_marker.shape[0] == 0 and S.sd_a.shape[0] == 0 and S.cr_a.shape[0] == 0:
+        return   # an integrator's right-hand side, and no load or loop row reads the rest
     d = _plus(_plus(_row(V, _S), _row(V, _PW)), _row(V, _DP))
     ai, ali = _row(V, _AI), _row(V, _ALI)
     if p >= 0:
         for j in range(3):
             a0, a1, a2 = A[p, j, 0], A[p, j, 1], A[p, j, 2]
-            for l in range(3):
-                A[i, j, l] = a0 * E[l, 0] + a1 * E[l, 1] + a2 * E[l, 2]
             r[i, j] = r[p, j] + a0 * d[0] + a1 * d[1] + a2 * d[2]
             a[i, j] = a0 * ai[0] + a1 * ai[1] + a2 * ai[2]
             al[i, j] = a0 * ali[0] + a1 * ali[1] + a2 * ali[2]
     else:
         for j in range(3):
-            for l in range(3):
-                A[i, j, l] = E[l, j]
             r[i, j] = d[j]
             a[i, j] = ai[j]
             al[i, j] = ali[j]

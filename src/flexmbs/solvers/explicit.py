@@ -2,7 +2,10 @@
 
 Python calls the entry points rk4_advance, rk4_samples and dopri5_advance, compiled with
 numba's runtime (settings.JIT); each hands its work to a kernel (settings.KERNEL), so that
-the steps and right-hand sides run without reference counts on the boxes' and K's arrays."""
+the steps and right-hand sides run without reference counts on the boxes' and K's arrays. The
+entry points mark the workspace (W.rates_only) while their kernels run: those read the
+right-hand sides' rates only, so the recursion skips the bodies' world motion where nothing
+in the right-hand side reads it."""
 
 import numpy as np
 from numba import njit
@@ -26,7 +29,10 @@ _E = np.array([71 / 57600, 0.0, -71 / 16695, 71 / 1920, -17253 / 339200, 22 / 52
 def rk4_advance(S, W, t, x, t_end, h, inputs, K, xs):
     """Integrate x from t to t_end with equal classical RK4 steps of at most h (rounded so
     they land on t_end). K (4 x nx) and xs (nx) are scratch. Returns (status, nsteps)."""
-    return _rk4(S, W, t, x, t_end, h, inputs, K, xs)
+    W.rates_only[0] = 1.0
+    out = _rk4(S, W, t, x, t_end, h, inputs, K, xs)
+    W.rates_only[0] = 0.0
+    return out
 
 
 @kernel
@@ -67,12 +73,15 @@ def rk4_samples(S, W, t, X, h, inputs, K, xs, x):
     the samples reached."""
     x[:] = X[0]
     steps = 0
+    W.rates_only[0] = 1.0
     for k in range(1, t.size):
         st, n = _rk4(S, W, t[k - 1], x, t[k], h, inputs, K, xs)
         steps += n
         if st != OK:
+            W.rates_only[0] = 0.0
             return st, k, steps
         X[k, :] = x
+    W.rates_only[0] = 0.0
     return OK, t.size, steps
 
 
@@ -138,7 +147,10 @@ def dopri5_advance(S, W, t, x, t_end, h, h_max, h_min, rtol, atol, inputs, K, xs
     and span (its start and length [s]) are kept, so a later t_end inside that step takes no
     step at all.
     Returns (status, t, h_next, nsteps, nrejected)."""
-    return _dopri5(S, W, t, x, t_end, h, h_max, h_min, rtol, atol, inputs, K, xs, err, dense, D, span, xo, ctl)
+    W.rates_only[0] = 1.0
+    out = _dopri5(S, W, t, x, t_end, h, h_max, h_min, rtol, atol, inputs, K, xs, err, dense, D, span, xo, ctl)
+    W.rates_only[0] = 0.0
+    return out
 
 
 @kernel

@@ -99,8 +99,11 @@ def ros_advance(S, W, t, x, t_end, h, h_max, h_min, rtol, atol, scale, jac_move,
     them (an FMU's state). The steps run in a kernel (_ros), without numba's runtime and so
     without reference counts on the arrays they read.
     """
-    return _ros(S, W, t, x, t_end, h, h_max, h_min, rtol, atol, scale, jac_move, jac_drift, inputs, K, Jac, LU,
-                piv, xs, err, memo, hf, T, X, P)
+    W.rates_only[0] = 1.0   # its right-hand sides are read for their rates only (explicit.py)
+    out = _ros(S, W, t, x, t_end, h, h_max, h_min, rtol, atol, scale, jac_move, jac_drift, inputs, K, Jac, LU,
+               piv, xs, err, memo, hf, T, X, P)
+    W.rates_only[0] = 0.0
+    return out
 
 
 @kernel
