@@ -7,7 +7,7 @@ from .drives import MOTION, MOTOR, SERVO, TORQUE, apply_prescribed, drive_profil
 from .dynamics import accelerations
 from .energy import energies
 from .kinematics import forward, marker_world
-from .linalg import copy1
+from .linalg import copy1, fill1
 from .motor import motor_torque
 from .settings import JIT, kernel
 
@@ -81,7 +81,16 @@ def sample(S, W, sensors, t, X, inputs, Xout, Ud, Tau, En, Sens, Loop):
     """For each time t[k] and state X[k] = [q; u; i]: Xout[k] = state with exact prescribed values,
     Ud[k] = udot, Tau[k] = drive torques, En[k] = energies, Sens[k, s] = sensor s as
     [r (3), v (3), R row-major (9), w (3)] in the world frame, Loop[k, r] = loop constraint row r
-    as [residual, multiplier, reaction direction (3, world)]."""
+    as [residual, multiplier, reaction direction (3, world)]. The rows are filled by a kernel
+    (_sample_rows): under numba's runtime each row's views and field reads took reference
+    counts."""
+    _sample_rows(S, W, sensors, t, X, inputs, Xout, Ud, Tau, En, Sens, Loop)
+
+
+@kernel
+def _sample_rows(S, W, sensors, t, X, inputs, Xout, Ud, Tau, En, Sens, Loop):
+    """sample's rows."""
+    W.rates_only[0] = 0.0   # the energies and sensors read the world motion (an integrator's mark undone)
     nq, nu = S.nq, S.nq + S.nv
     for k in range(t.size):
         q = Xout[k, :nq]
@@ -94,14 +103,14 @@ def sample(S, W, sensors, t, X, inputs, Xout, Ud, Tau, En, Sens, Loop):
         ok = accelerations(S, W, t[k], q, u, inputs[k], Ud[k])
         drive_torques(S, W, t[k], q, u, inputs[k], Tau[k])
         energies(S, W, t[k], q, u, inputs[k], En[k])
-        for row in range(S.cr_a.shape[0]):
+        for row in range(S.cr_a.shape[0]):   # element by element: a kernel has no runtime for slice copies
             Loop[k, row, 0] = W.c_g[row]
-            Loop[k, row, 1] = W.c_lam[row]
-            Loop[k, row, 2:5] = W.c_dir[row]
+            Loop[k, row, 1] = W.c_lam[row] if ok else np.nan
+            for j in range(3):
+                Loop[k, row, 2 + j] = W.c_dir[row, j]
         if not ok:     # no accelerations at this state: say so rather than show stale numbers
-            Ud[k, :] = np.nan
-            Tau[k, :] = np.nan
-            Loop[k, :, 1] = np.nan
+            fill1(Ud[k], np.nan)
+            fill1(Tau[k], np.nan)
         sensor_rows(S, W, sensors, q, u, Sens[k])
 
 
@@ -109,7 +118,13 @@ def sample(S, W, sensors, t, X, inputs, Xout, Ud, Tau, En, Sens, Loop):
 def sample_poses(S, W, sensors, t, X, inputs, Xout, Sens, udot):
     """What `sample` gives without the dynamics: Xout[k] (the state with exact prescribed
     values) and the sensors Sens[k], the bodies' world motion from kinematics.forward; udot (nv)
-    is scratch for the profile accelerations."""
+    is scratch for the profile accelerations. The rows are filled by a kernel, as sample's."""
+    _pose_rows(S, W, sensors, t, X, inputs, Xout, Sens, udot)
+
+
+@kernel
+def _pose_rows(S, W, sensors, t, X, inputs, Xout, Sens, udot):
+    """sample_poses' rows."""
     nq, nu = S.nq, S.nq + S.nv
     for k in range(t.size):
         q = Xout[k, :nq]
