@@ -83,8 +83,8 @@ def _kinematics_pass(S, W, q, u, udot):
 @kernel(inline=True)
 def _parent_motion(S, W, i, q, u):
     """Pass 1, body i: its parent's motion in the parent's axes (ab_V3 rows _VP, _WP, _AP, _ALP)
-    and the parent marker's elastic position, rotation and motion (_S, _SD, _WR, _SB, _WB;
-    W.ab_RM)."""
+    and the parent marker's position and rotation (_S; W.ab_RM, but not for a hinge on a marker
+    that does not deform) and on a flexible parent its elastic motion (_SD, _WR, _SB, _WB)."""
     p = S.parent[i]
     k = S.pmark[i]
     nm, mk_s0, mk_R0 = S.nm, S.mk_s0, S.mk_R0
@@ -113,15 +113,13 @@ def _parent_motion(S, W, i, q, u):
             V[_WB, j] = mwb[j]
             for l in range(3):
                 RM[j, l] = mR[j, l]
-    else:
+    else:   # _SD, _WR, _SB, _WB are read on a flexible parent only
         for j in range(3):
             V[_S, j] = mk_s0[k, j]
-            V[_SD, j] = 0.0
-            V[_WR, j] = 0.0
-            V[_SB, j] = 0.0
-            V[_WB, j] = 0.0
-            for l in range(3):
-                RM[j, l] = mk_R0[k, j, l]
+        if S.jtype[i] != REVOLUTE:   # a hinge here takes E from the joint tables, not from RM
+            for j in range(3):
+                for l in range(3):
+                    RM[j, l] = mk_R0[k, j, l]
 
 
 @kernel(inline=True)
@@ -450,9 +448,8 @@ def _parent_map(i, P, E, V, W, Psi, k, n_p):
     rp[i, 2] = rp2
     for j in range(3):
         e0, e1, e2 = E[j, 0], E[j, 1], E[j, 2]
-        for k_ in range(3):
+        for k_ in range(3):   # rows 3-5 of columns 0-2 stay zero (the workspace's allocation)
             P[i, j, k_] = E[j, k_]
-            P[i, 3 + j, k_] = 0.0
             P[i, 3 + j, 3 + k_] = E[j, k_]
         # columns of -E skew(rp): E (e_k x rp)
         P[i, j, 3] = -e1 * rp2 + e2 * rp1

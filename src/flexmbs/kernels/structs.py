@@ -201,7 +201,8 @@ def _workspace_fields(S) -> dict:
       e_*  energy.energies (e_z a body's velocity [v; w; etad] in its axes, e_M its mass
            matrix; e_h, e_F body_terms' other outputs and e_g its gravity input, unused)
       ab_* articulated (the recursion; nbd = 6 + nmax, body axes throughout):
-        ab_P (nb, 6, nbd) child frame velocity [v; w] from the parent's extended velocity z_p;
+        ab_P (nb, 6, nbd) child frame velocity [v; w] from the parent's extended velocity z_p
+          (rows 3-5 of columns 0-2 are zero, from the allocation: pass 1 does not write them);
         ab_S (nb, 6, 6) joint motion subspace in child axes (first jnv columns);
         ab_rp (nb, 3) r_pb: the parent's origin to the body's, in the parent's axes [m];
         ab_Vb, ab_cb (nb, 6) body velocity [m/s, rad/s] and velocity-product acceleration
