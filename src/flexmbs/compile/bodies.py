@@ -144,18 +144,20 @@ def _moment_cost(npt: int, n: int, foreshortening: bool) -> tuple[float, float]:
 def _point_moments(d: FlexBodyData, nmax: int, foreshortening: bool) -> dict[str, np.ndarray]:
     """Moments of a flexible body's mass points (m_q at r_q = s_q + P_q eta - 1/2 e_x eta^T H_q
     eta, body axes) that make the kernels' sums over points exact polynomials in eta
-    (kernels/body.py), padded to nmax modes: iv_m [kg], iv_S, iv_A, iv_Sb, iv_Sk, iv_C, iv_Me
-    and, with foreshortening, iv_G, iv_HS, iv_HP, iv_HH (SYSTEM_FIELDS has their meaning)."""
+    (kernels/body.py), padded to nmax modes: iv_m [kg], iv_S, iv_A, iv_Sb, iv_Sk, iv_C, iv_Cx,
+    iv_Me and, with foreshortening, iv_G, iv_HS, iv_HP, iv_HH (SYSTEM_FIELDS has their meaning)."""
     n = d.n
     m, s, P = d.point_mass, d.point_position, d.point_shapes
     # the kernels' sums take H symmetric (the rate of eta^T H eta is 2 eta^T H etad)
     H = 0.5 * (d.point_H + np.swapaxes(d.point_H, 1, 2))
     pad = [(0, 0)]
+    C = np.einsum("q,qki,qlj->klij", m, P, P)
     out = dict(
         iv_m=np.array(m.sum()), iv_S=m @ s, iv_A=np.einsum("q,qk,ql->kl", m, s, s),
         iv_Sb=np.pad(np.einsum("q,qkj->kj", m, P), pad + [(0, nmax - n)]),
         iv_Sk=np.pad(np.einsum("q,qk,qlj->klj", m, s, P), pad * 2 + [(0, nmax - n)]),
-        iv_C=np.pad(np.einsum("q,qki,qlj->klij", m, P, P), pad * 2 + [(0, nmax - n)] * 2),
+        iv_C=np.pad(C, pad * 2 + [(0, nmax - n)] * 2),
+        iv_Cx=np.pad(np.stack([C[1, 2] - C[2, 1], C[2, 0] - C[0, 2], C[0, 1] - C[1, 0]]), pad + [(0, nmax - n)] * 2),
         iv_Me=np.pad(np.einsum("q,qki,qkj->ij", m, P, P), [(0, nmax - n)] * 2),
     )
     if foreshortening:
@@ -174,7 +176,7 @@ def _stack_moments(slots: list[dict], fslots: list[dict], nmax: int) -> dict[str
     fslots: those with foreshortening), shaped as SYSTEM_FIELDS declares even when empty."""
     out = {}
     for group, shapes in ((slots, dict(iv_m=(), iv_S=(3,), iv_A=(3, 3), iv_Sb=(3, nmax), iv_Sk=(3, 3, nmax),
-                                       iv_C=(3, 3, nmax, nmax), iv_Me=(nmax, nmax))),
+                                       iv_C=(3, 3, nmax, nmax), iv_Cx=(3, nmax, nmax), iv_Me=(nmax, nmax))),
                           (fslots, dict(iv_G=(nmax, nmax), iv_HS=(nmax, nmax, 3), iv_HP=(nmax, nmax, 3, nmax),
                                         iv_HH=(nmax,) * 4))):
         for name, shape in shapes.items():

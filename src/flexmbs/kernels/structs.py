@@ -79,6 +79,9 @@ SYSTEM_FIELDS: tuple[tuple[str, str], ...] = (
     ("iv_Sb", "(nk, 3, nmax) sum m_q P_q: modal first moment [kg m per unit eta]"),
     ("iv_Sk", "(nk, 3, 3, nmax) [k, l, j] sum m_q s_qk P_qlj [kg m^2 per unit eta]"),
     ("iv_C", "(nk, 3, 3, nmax, nmax) [k, l, i, j] sum m_q P_qki P_qlj [kg m^2 per unit eta^2]"),
+    ("iv_Cx", "(nk, 3, nmax, nmax) [a, i, j] iv_C[k, l, i, j] - iv_C[l, k, i, j] for (k, l) = (1, 2), (2, 0), "
+              "(0, 1) as a = 0, 1, 2: the antisymmetric part of iv_C, which alone enters the Coriolis "
+              "forces on the modes [kg m^2 per unit eta^2]"),
     ("iv_Me", "(nk, nmax, nmax) sum m_q P_q^T P_q: the points' modal mass [kg m^2 per unit eta^2]"),
     ("iv_G", "(nh, nmax, nmax) sum m_q H_q [kg/m]"),
     ("iv_HS", "(nh, nmax, nmax, 3) [a, b, k] sum m_q H_qab s_qk [kg]"),
@@ -193,7 +196,7 @@ def _workspace_fields(S) -> dict:
     scratch by kernel:
       k_*  kinematics.forward        m_*  kinematics.marker_local / marker_world
       b_*  body.body_terms (moments: b_J inertia tensor, b_B [k, l, j] sum m r_k D_lj, b_N its
-           contraction with etad, b_Ce / b_Cd iv_C contracted with eta / etad, b_W1, b_W2, b_W3,
+           contraction with etad, b_Ce iv_C contracted with eta, b_Cx iv_Cx with etad, b_W1, b_W2, b_W3,
            b_V the foreshortening moments contracted with eta)
       i_*  inertia.inertia (per-body Jacobian i_J, z, c, M, h, F)
       l_*  loads.load_forces         s_*  dynamics.composite_accelerations (solve)
@@ -252,7 +255,7 @@ def _workspace_fields(S) -> dict:
         m_sw=z(3), m_sdw=z(3), m_wrw=z(3), m_TPsi=z((3, nmax)), m_h=z(nmax), m_hd=z(nmax),
         b_r=z(3), b_a=z(3), b_t=z(3), b_D=z((3, nmax)), b_h=z(nmax), b_hd=z(nmax),
         b_J=z((3, 3)), b_N=z((3, 3)), b_B=z((3, 3, nmax)),
-        b_Ce=z((3, 3, nmax)), b_Cd=z((3, 3, nmax)), b_g=z(nmax), b_W1=z((nmax, nmax, nmax)),
+        b_Ce=z((3, 3, nmax)), b_Cx=z((3, nmax)), b_g=z(nmax), b_W1=z((nmax, nmax, nmax)),
         b_W2=z((nmax, 3, nmax)), b_W3=z((nmax, nmax, 3)), b_V=z((nmax, nmax)), b_x=z(3), b_y=z(3),
         i_J=z((nbd, nv)), i_c=z(nbd), i_z=z(nbd), i_g=z(3), i_M=z((nbd, nbd)), i_h=z(nbd), i_F=z(nbd),
         i_MJ=z((nbd, nv)), **_marker_frame("i_", nv, "ab"),
@@ -374,7 +377,7 @@ def _prototype_system() -> tuple:
         quat_q=i(0), quat_u=i(0), tree_top=i(0), tree_sub_ptr=i(1), tree_sub=i(0), nm=i(0), eq=i(0), ev=i(0), eta_max=f((0, 1)), mass=f(0), pt_n=i(0), pt_m=f((0, 1)),
         pt_s=f((0, 1, 3)), pt_P=f((0, 1, 3, 1)), pt_H=f((0, 1, 1, 1)), Mc=f((0, 7, 7)),
         iv_k=i(0), iv_h=i(0), iv_m=f(0), iv_S=f((0, 3)), iv_A=f((0, 3, 3)), iv_Sb=f((0, 3, 1)),
-        iv_Sk=f((0, 3, 3, 1)), iv_C=f((0, 3, 3, 1, 1)), iv_Me=f((0, 1, 1)), iv_G=f((0, 1, 1)),
+        iv_Sk=f((0, 3, 3, 1)), iv_C=f((0, 3, 3, 1, 1)), iv_Cx=f((0, 3, 1, 1)), iv_Me=f((0, 1, 1)), iv_G=f((0, 1, 1)),
         iv_HS=f((0, 1, 1, 3)), iv_HP=f((0, 1, 1, 3, 1)), iv_HH=f((0, 1, 1, 1, 1)),
         Ke=f((0, 1, 1)), De=f((0, 1, 1)),
         mk_body=i(0), mk_s0=f((0, 3)), mk_R0=f((0, 3, 3)), mk_Phi=f((0, 3, 1)), mk_Psi=f((0, 3, 1)),
