@@ -24,7 +24,7 @@ class Loops:
 
     def __init__(self, arrays: tuple, ref, active: np.ndarray) -> None:
         from .kernels.constraints import loop_state
-        from .kernels.dynamics import qdot_of
+        from .kernels.entry import qdot_of
         from .kernels.projection import PROJECTED, project_loops
         from .kernels.structs import box, make_workspace
 

@@ -65,7 +65,8 @@ N_V3 = 16
 def _kinematics_pass(S, W, q, u, udot):
     """Pass 1, root to leaves, in body axes: per body b its velocity ab_Vb, velocity-product
     acceleration ab_cb, the tree terms ab_P, ab_S, ab_c, and its own inertia ab_IA and bias
-    force ab_pA; also the world pose and velocity W.A, W.r, W.v, W.w, W.a, W.al for the loads.
+    force ab_pA; also the world pose and velocity W.A, W.r, W.v, W.w, W.a, W.al for the loads
+    (in an integrator's run W.A alone where nothing reads the rest: _world_motion).
 
     The child's motion is composed in the parent's axes from the parent's (v, w, a, al), the
     parent marker's elastic motion (kinematics.marker_local) and the joint's (joints.py; a

@@ -164,9 +164,10 @@ def cholesky_solve(M, b, L):
     return True
 
 
-@njit(**JIT)
+@kernel
 def qdot_of(S, q, u, qd):
-    """Position-coordinate rates from velocities into qd[:nq]: qdot = u except for quaternions."""
+    """Position-coordinate rates from velocities into qd[:nq]: qdot = u except for quaternions.
+    (Python calls it as entry.qdot_of.)"""
     uq, nm, eq, ev, quat_q = S.uq, S.nm, S.eq, S.ev, S.quat_q
     for c in range(S.nv):
         if uq[c] >= 0:

@@ -46,6 +46,12 @@ def assemble(S, W, t, q, u, inputs):
 
 
 @njit(**JIT)
+def qdot_of(S, q, u, qd):
+    """dynamics.qdot_of."""
+    dynamics.qdot_of(S, q, u, qd)
+
+
+@njit(**JIT)
 def composite_accelerations(S, W, t, q, u, inputs, udot):
     """dynamics.composite_accelerations."""
     return dynamics.composite_accelerations(S, W, t, q, u, inputs, udot)

@@ -219,8 +219,8 @@ def _workspace_fields(S) -> dict:
         ab_Ia (6, 6) IA - U D^-1 U^T, ab_T (6, nbd) and ab_X (6, 6) scratch of the transform
         to the parent (ab_Ia rotated, shifted, times P's modal columns), ab_fa, ab_a6 (6), rotations
         ab_E (parent -> child axes), ab_Rc (parent marker -> child; not written for a hinge on a
-        rigid parent or the ground), ab_RM (parent marker ->
-        parent), ab_V3 (N_V3, 3) named 3-vectors, ab_eta, ab_etad (nmax) zero-padded modal
+        rigid parent or the ground), ab_RM (parent marker -> parent; not written for a hinge
+        on a rigid parent or the ground either), ab_V3 (N_V3, 3) named 3-vectors, ab_eta, ab_etad (nmax) zero-padded modal
         state, ab_vb, ab_wb (3), body terms ab_hb, ab_Fb (nbd), ab_g (3)
         gravity in body axes; joint kinematics scratch ab_p, ab_R, ab_Sv, ab_Sw, ab_cw, ab_R1,
         ab_R2, ab_bj; load scratch: marker frames abl_*a, abl_*b, force ab_F [N], torque
@@ -235,7 +235,9 @@ def _workspace_fields(S) -> dict:
       rates_only (1): 1.0 while an integrator's kernel runs (solvers/explicit.py, implicit.py),
         whose right-hand sides are read for their rates only: the recursion's pass 1 then
         leaves the bodies' world position and motion (r, v, w, a, al) unset unless the model's
-        loads or loop rows read them (articulated._world_motion); 0.0 otherwise.
+        loads or loop rows read them (articulated._world_motion). The integrators' entry points
+        clear it when they return, the output samples when they start (after an exception in
+        an integrator's kernel it stays set until then; the rates do not depend on it).
     """
     nb, nv = S.nb, S.nv
     nc = S.cr_a.shape[0]

@@ -56,7 +56,7 @@ def rhs_status(S, W, t, x, inputs, out):
 
 @njit(**JIT)
 def f_eval(S, W, t, x, inputs, out):
-    """rhs_status for Python and the entry points (compiled with numba's runtime)."""
+    """rhs_status for Python (compiled with numba's runtime)."""
     return rhs_status(S, W, t, x, inputs, out)
 
 
