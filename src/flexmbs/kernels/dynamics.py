@@ -23,7 +23,6 @@ and each entry point holds the object code of one route.
 """
 
 import numpy as np
-from numba import njit
 from numba.extending import overload
 
 from .articulated import articulated_accelerations
@@ -36,7 +35,7 @@ from .linalg import chol_factor, chol_solve, copy1, copy2, dot, fill1
 from .loads import load_forces
 from .motor import current_rates
 from .rotations import quat_rate
-from .settings import JIT, KERNEL, kernel
+from .settings import KERNEL, kernel
 
 
 @kernel
