@@ -72,17 +72,17 @@ def rk4_samples(S, W, t, X, h, inputs, K, xs, x):
     X[k]; x (nx) is scratch. Returns (status, samples filled, steps): on failure X[:filled] hold
     the samples reached."""
     x[:] = X[0]
-    steps = 0
+    status, filled, steps = OK, t.size, 0
     W.rates_only[0] = 1.0
     for k in range(1, t.size):
         st, n = _rk4(S, W, t[k - 1], x, t[k], h, inputs, K, xs)
         steps += n
         if st != OK:
-            W.rates_only[0] = 0.0
-            return st, k, steps
+            status, filled = st, k
+            break
         X[k, :] = x
     W.rates_only[0] = 0.0
-    return OK, t.size, steps
+    return status, filled, steps
 
 
 # Dense output of Dormand-Prince (Hairer, Norsett & Wanner, Solving ODEs I, 2nd ed., Springer
