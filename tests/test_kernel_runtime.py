@@ -3,9 +3,16 @@ them through entry points compiled with it (settings.JIT): after every way the p
 the kernels, the System and Workspace boxes hold exactly the references Python holds, so a
 System that goes out of use is freed, and no call left a count behind."""
 
+import dis
+import importlib
+import pkgutil
+import types
+
 import numpy as np
 
 import flexmbs
+from flexmbs import kernels, solvers
+from flexmbs.kernels.settings import _Kernel
 from flexmbs.linearize import linearize
 from flexmbs.scene import _kernel_poses
 from flexmbs.solvers.stepper import Settings, Stepper
@@ -13,6 +20,7 @@ from flexmbs.compile import compile_model
 from flexmbs.kernels.structs import box, make_workspace
 from flexmbs.model import Body, Joint, Load, Marker, Model
 from flexmbs.solvers.common import OK, f_eval
+from numba.core.dispatcher import Dispatcher  # after flexmbs, which sets numba's target CPU first
 
 
 def _counts(*boxes) -> list[int]:
@@ -71,3 +79,42 @@ def test_rates_only_right_hand_side_skips_world_motion_nothing_reads():
         assert f_eval(system.ref, W, 0.1, x, system.input_defaults, lean) == OK
         assert np.array_equal(lean, full), name
         assert all(np.isnan(arr).all() == skipped for arr in world), name
+
+
+def _called_dispatchers(fn) -> list[tuple[str, object]]:
+    """(dotted name, object) of every global name or module attribute that fn's bytecode loads
+    (`rhs`, `dynamics.rhs`): the functions fn can call."""
+    found, chain = [], []
+    for ins in dis.get_instructions(fn):
+        if ins.opname == "LOAD_GLOBAL":
+            chain = [ins.argval]
+            obj = fn.__globals__.get(ins.argval)
+        elif ins.opname in ("LOAD_ATTR", "LOAD_METHOD") and chain and isinstance(obj, types.ModuleType):
+            chain.append(ins.argval)
+            obj = getattr(obj, ins.argval, None)
+        else:
+            chain = []
+            continue
+        found.append((".".join(chain), obj))
+    return found
+
+
+def test_no_kernel_calls_an_entry_point():
+    """The rule of kernels/settings.py: a kernel (compiled without numba's runtime) calls no
+    function compiled with it (settings.JIT; the motor laws, compiled without it, may be called). numba would compile the callee in the kernel's
+    setting, and Python's own calls to it would then keep a reference on the boxes at every
+    call (qdot_of was one, stop 43). Checked on the bytecode of every kernel of the package,
+    so it holds for models no test compiles."""
+    modules = [importlib.import_module(m.name) for m in pkgutil.iter_modules(kernels.__path__, "flexmbs.kernels.")]
+    modules += [importlib.import_module(m.name) for m in pkgutil.iter_modules(solvers.__path__, "flexmbs.solvers.")]
+    checked, wrong = 0, []
+    for module in modules:
+        for name, obj in vars(module).items():
+            if not isinstance(obj, _Kernel) or obj.py_func.__module__ != module.__name__:
+                continue
+            checked += 1
+            for called, target in _called_dispatchers(obj.py_func):
+                if isinstance(target, Dispatcher) and target.targetoptions.get("_nrt", True):
+                    wrong.append(f"{module.__name__}.{name} calls {called}")
+    assert checked > 50, f"only {checked} kernels found: the search no longer sees them"
+    assert not wrong, "kernels calling entry points compiled with the runtime:\n" + "\n".join(wrong)
