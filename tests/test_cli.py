@@ -251,10 +251,6 @@ def test_simulate_requires_t_end() -> None:
 # ------------------------------------------------------------------ modes
 
 def test_modes_of_the_hanging_double_pendulum(tmp_path: Path) -> None:
-    try:
-        from flexmbs import modes  # noqa: F401
-    except ImportError:
-        pytest.skip("flexmbs.modes is not available yet")
     near_hanging = tmp_path / "hanging.yaml"
     near_hanging.write_text(PENDULUM.read_text().replace("q0: 0.0", "q0: -1.5", 1))
     result = run("modes", near_hanging, "--n", "2")
@@ -269,10 +265,6 @@ def test_modes_of_the_hanging_double_pendulum(tmp_path: Path) -> None:
 def test_modes_spin_flags_the_divergent_linear_beam() -> None:
     """Without geometric stiffening a beam spun at Omega above its first clamped frequency
     omega_1 has a real eigenvalue pair +-sqrt(Omega^2 - omega_1^2) (in-plane bending)."""
-    try:
-        from flexmbs import modes  # noqa: F401
-    except ImportError:
-        pytest.skip("flexmbs.modes is not available yet")
     result = run("modes", MODELS / "spin_up_beam_linear.yaml", "--n", "2", "--spin", "hub=6")
     assert result.exit_code == 0, result.stderr
     assert "spinning (hub = 6 rad/s)" in result.stdout
@@ -286,10 +278,6 @@ def test_modes_spin_flags_the_divergent_linear_beam() -> None:
 def test_modes_bad_spin_arguments() -> None:
     result = run("modes", SPIN_UP, "--spin", "hub")
     assert result.exit_code == 2 and "JOINT=RATE" in result.stderr
-    try:
-        from flexmbs import modes  # noqa: F401
-    except ImportError:
-        pytest.skip("flexmbs.modes is not available yet")
     result = run("modes", SPIN_UP, "--spin", "hubb=3")
     assert_clean_error(result, "no joint named 'hubb'")
 

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from flexmbs.model import METHODS, Model
 from flexmbs.model.elements import RTOL_RANGE
 from flexmbs.model.paths import get_value, unit_of

@@ -37,7 +37,7 @@ import numpy as np
 
 from flexmbs.names import did_you_mean
 
-from ..cosim import CosimError, Master, split
+from ..cosim import CosimError, Master
 from ..servo import ServoDesign, assembly
 from .metrics import metric_names, servo_metrics
 
