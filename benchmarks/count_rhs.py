@@ -7,7 +7,7 @@ change that does not move with the machine's load.
 Wall or CPU time on a shared machine moves by several per cent between runs, more than many
 kernel changes are worth; callgrind counts the instructions executed, whatever else the machine
 does. For each model this runs a child process twice under callgrind, with `PYTHONHASHSEED=0`:
-it loads the model and calls `solvers.common.f_eval` in a numba loop, 1,000 times and
+it loads the model and calls `solvers.common.f_eval` in run.py's numba loop (`ours_rhs`), 1,000 times and
 1,000 + `--calls` times; the difference of the two totals over `--calls` is one right-hand side
 (the import, the model's compile and the kernels' loading cancel). The loop is cached like the
 kernels, so the children compile nothing once a first run (outside valgrind, done here) has.
@@ -28,30 +28,18 @@ import subprocess
 import sys
 
 import flexmbs  # before numba: flexmbs then compiles for the CPU its FMUs carry (_cache)
-import numpy as np
-from numba import njit
 
-from flexmbs.solvers.common import f_eval
-from flexmbs.solvers.stepper import Settings, Stepper
+import run  # the benchmarks' numba loop of right-hand sides (run.ours_rhs)
 
 FIRST = 1000    # calls of the shorter run
 
 
-@njit(cache=True)
-def _loop(S, W, x, inputs, out, k):
-    status = 0
-    for _ in range(k):
-        status |= f_eval(S, W, 0.0, x, inputs, out)
-    return status
-
-
 def child(model: str, calls: int) -> None:
-    """Load `model` and evaluate its right-hand side `calls` times at its initial state."""
+    """Load `model` and evaluate its right-hand side `calls` times at its initial state (one
+    call more: ours_rhs checks its first)."""
     system = flexmbs.compile_model(flexmbs.load_model(model))
-    S, W = system.ref, Stepper(system, Settings(method="rk4")).W
-    x = np.array(system.x0, dtype=float)
-    if _loop(S, W, x, system.input_defaults, np.zeros_like(x), calls) != 0:
-        sys.exit(f"f_eval failed on {model}")
+    block, _ = run.ours_rhs(system, system.x0)
+    block(calls)
 
 
 def collected(model: str, calls: int) -> int:

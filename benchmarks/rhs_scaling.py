@@ -17,23 +17,15 @@ import argparse
 import time
 from dataclasses import replace
 
+import flexmbs  # before numba: flexmbs then compiles for the CPU its FMUs carry (_cache)
 import numpy as np
-from numba import njit
 
-import flexmbs
-from flexmbs.kernels.dynamics import rhs
 from flexmbs.model import Body, Joint, Marker, Model
 from flexmbs.compile import compile_model
+from flexmbs.solvers.common import f_eval
+from run import _repeat_f_eval
 
 ROUTES = ("composite", "recursive")
-
-
-@njit(cache=True)
-def _loop(S, W, x, inputs, xd, k):
-    ok = True
-    for i in range(k):
-        ok &= rhs(S, W, 1e-3 * i, x, inputs, xd)
-    return ok
 
 
 def chain(n: int) -> Model:
@@ -58,15 +50,15 @@ def _setup(model: Model, dynamics: str):
 
 def _per_call_numba(args, k: int) -> float:
     t0 = time.perf_counter()
-    _loop(*args, k)
+    _repeat_f_eval(*args, k)
     return (time.perf_counter() - t0) / k
 
 
 def _per_call_python(args, k: int) -> float:
     S, W, x, inputs, xd = args
     t0 = time.perf_counter()
-    for i in range(k):
-        rhs(S, W, 1e-3 * i, x, inputs, xd)
+    for _ in range(k):
+        f_eval(S, W, 0.0, x, inputs, xd)
     return (time.perf_counter() - t0) / k
 
 
@@ -75,8 +67,8 @@ def measure(model: Model, rounds: int, budget: float = 0.05) -> dict:
     setups = {r: _setup(model, r) for r in ROUTES}
     ks = {}
     for r in ROUTES:                       # warm up, and choose a repetition count per route
-        _loop(*setups[r], 1)
-        rhs(*setups[r][:2], 0.0, *setups[r][2:])
+        if _repeat_f_eval(*setups[r], 1) != 0 or f_eval(*setups[r][:2], 0.0, *setups[r][2:]) != 0:
+            raise RuntimeError(f"f_eval failed on {model.name} ({r})")
         ks[r] = max(10, int(budget / max(_per_call_numba(setups[r], 10), 1e-8)))
     out = {(w, r): [] for w in ("numba", "python") for r in ROUTES}
     for _ in range(rounds):

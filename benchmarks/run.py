@@ -167,8 +167,10 @@ def python_block(call: Callable[[], object]) -> Callable[[int], None]:
     return block
 
 
-@njit
+@njit(cache=True)
 def _repeat_f_eval(S, W, x, inputs, out, k):
+    """f_eval at (t = 0, x) k times; the status bits of all calls (0: every call OK). Cached, so
+    that count_rhs.py's children under valgrind compile nothing."""
     status = 0
     for _ in range(k):
         status |= f_eval(S, W, 0.0, x, inputs, out)
