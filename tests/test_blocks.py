@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from fmpy import read_model_description
 
+from flexmbs_laws.motor import load_torque
 from fmu_tools import Slave
 
 MOTOR = {"R": 2.0, "L": 0.01, "k_t": 0.1, "J_rotor": 1e-4, "b_motor": 1e-3, "ratio": 10.0, "efficiency": 0.8}
@@ -30,8 +31,9 @@ def slave(fmu_path):
 
 
 def test_motor_stalled_current_follows_the_electrical_time_constant(slave) -> None:
-    """w_load = 0: L di/dt = V - R i, i = V/R (1 - exp(-t R/L)), tau = ratio eff k_t i, for
-    irregular communication steps (the armature is integrated exactly)."""
+    """w_load = 0: L di/dt = V - R i, i = V/R (1 - exp(-t R/L)), tau = ratio k_t i, for
+    irregular communication steps (the armature is integrated exactly; no power passes the gear
+    at standstill, so it loses none)."""
     m = slave("dc_motor", MOTOR)
     m.set({"voltage": 12.0, "w_load": 0.0})
     t = 0.0
@@ -41,7 +43,7 @@ def test_motor_stalled_current_follows_the_electrical_time_constant(slave) -> No
         i_exact = 12.0 / 2.0 * (1.0 - math.exp(-t * 2.0 / 0.01))
         i, tau, w = m.get(["current", "tau_load", "w_motor"])
         assert i == pytest.approx(i_exact, rel=1e-12)
-        assert tau == pytest.approx(10.0 * 0.8 * 0.1 * i_exact, rel=1e-12)
+        assert tau == pytest.approx(10.0 * 0.1 * i_exact, rel=1e-12)
         assert w == 0.0
     assert m.get(["J_reflected"])[0] == pytest.approx(10.0 ** 2 * 1e-4)
 
@@ -72,6 +74,33 @@ def test_motor_backdriven_gear_loses_power_too(slave) -> None:
     assert shaft < 0.0
     assert tau * 5.0 == pytest.approx(shaft / 0.8, rel=1e-12)
     assert abs(tau * 5.0) > abs(shaft)
+
+
+def test_gear_passes_torque_continuously_and_never_makes_power() -> None:
+    """The gear's torque on a grid of currents and speeds through standstill, inside and
+    outside the loss band |w_m| < w_band: the power it loses, tau_m w_m - tau_load w_load, is
+    never negative and at most the larger loss fraction of the power it passes; beyond the band
+    the factor is the efficiency exactly (1 / efficiency driven back); and the torque is
+    continuous through standstill (Lipschitz, slope bounded by the band's), where a gear whose
+    loss switched sides at once jumps by (1 / eff - eff) ratio tau_m."""
+    eff, ratio, k_t, b, band = 0.8, 10.0, 0.1, 1e-3, 2.0
+    lose = max(1.0 - eff, 1.0 / eff - 1.0)
+    for i in np.linspace(-3.0, 3.0, 25):
+        for w in np.concatenate([np.linspace(-0.5, 0.5, 201), [-30.0, -1.0, 1.0, 30.0]]):
+            w_m = ratio * w
+            tau_m = k_t * i - b * w_m
+            tau = load_torque(i, w, k_t, b, ratio, eff, band)
+            loss = tau_m * w_m - tau * w
+            assert -1e-15 <= loss <= lose * abs(tau_m * w_m) * (1.0 + 1e-12) + 1e-15, (i, w, loss)
+            if abs(w_m) >= band:
+                assert tau == pytest.approx(ratio * tau_m * (eff if tau_m * w_m > 0 else 1.0 / eff), rel=1e-14)
+        ws = np.linspace(-0.3, 0.3, 6001)        # 1e-4 rad/s apart through the band (+-0.2 rad/s)
+        taus = np.array([load_torque(i, w, k_t, b, ratio, eff, band) for w in ws])
+        bound = ratio ** 2 * (abs(k_t * i) * 1.5 * (1.0 / eff - 1.0) / band + 2.0 * b / eff)
+        assert np.max(np.abs(np.diff(taus) / np.diff(ws))) <= bound, i
+        assert load_torque(i, 0.0, k_t, b, ratio, eff, band) == pytest.approx(ratio * k_t * i, rel=1e-15)
+    assert load_torque(1.0, 1e-9, k_t, b, ratio, eff, 0.0) - load_torque(1.0, -1e-9, k_t, b, ratio, eff, 0.0) == \
+        pytest.approx(ratio * k_t * (eff - 1.0 / eff), rel=1e-6)    # w_band = 0: the switch at once
 
 
 def test_block_descriptions_declare_units_and_feedthrough(fmu_path) -> None:

@@ -137,6 +137,32 @@ def test_motor_directional_derivatives_equal_finite_differences(motor) -> None:
     assert directional(motor, ["w_motor"], ["w_load"], np.ones(1))[0] == 50.0     # the gear ratio
 
 
+@pytest.mark.parametrize("w_load", [0.04, -0.04])
+def test_motor_derivatives_where_the_gear_loss_fades(fmu_path, w_load) -> None:
+    """At a motor speed of +-2 rad/s, inside the default 3 rad/s band where the gear's loss
+    fades to none at standstill (the motor driving, then driven back): d tau_load / d w_load
+    includes the gear factor's slope, and equals central differences; tau_load's time rate
+    under a ramped speed equals forward differences of the output at first order."""
+    s = Slave(fmu_path("dc_motor"), "m")
+    s.start({"i0": 0.3})
+    s.set({"voltage": 12.0, "w_load": w_load})
+    d, fd = directional(s, ["tau_load"], ["w_load"], np.ones(1)), central(s, ["tau_load"], ["w_load"], np.ones(1), 1e-7)
+    assert d[0] == pytest.approx(fd[0], rel=1e-6)
+    assert abs(d[0]) > 10 * 50.0 ** 2 * 1e-5       # the factor's slope, beyond the shaft friction's
+    s.fmu.doStep(0.0, 1e-4)
+    s.fmu.setRealInputDerivatives([s.vr["w_load"]], [1], [30.0])
+    rate = s.fmu.getRealOutputDerivatives([s.vr["tau_load"]], [1])[0]
+    state, y0, errors = s.fmu.getFMUstate(), s.get(["tau_load"])[0], []
+    for h in (1e-6, 5e-7, 2.5e-7):
+        s.fmu.setFMUstate(state)
+        s.set({"w_load": w_load + 30.0 * h})
+        s.fmu.doStep(1e-4, h)
+        errors.append(abs((s.get(["tau_load"])[0] - y0) / h - rate))
+    s.close()
+    order = np.log2(np.array(errors[:-1]) / np.array(errors[1:]))
+    assert np.all((order > 0.8) & (order < 1.2)), (errors, order, rate)
+
+
 def test_motor_output_derivatives_and_ramped_inputs(motor) -> None:
     """di/dt and the other rates against forward differences (first order, with input rates
     given); a step with ramped voltage and speed equals the armature equation integrated by

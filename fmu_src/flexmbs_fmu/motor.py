@@ -14,7 +14,8 @@ fmi2SetRealInputDerivatives, the armature equation is linear with a polynomial f
 current is integrated exactly: any communication step gives the exact response to those inputs.
 
 Derivatives (FMI 2.0): tau_load, w_motor and back_emf depend on w_load at the same instant
-(d tau_load / d w_load = -ratio^2 b_motor times the gear's factor); the current does not. The
+(d tau_load / d w_load = ratio^2 (tau_m dfactor/dw_m - b_motor factor), the gear's factor
+changing with the motor's speed below w_band); the current does not. The
 outputs' time derivatives follow from the armature equation, di/dt = (V - R i - k_t w_m) / L,
 and the rate of w_load.
 """
@@ -22,7 +23,8 @@ and the rate of w_load.
 from __future__ import annotations
 
 from .component import Component, real
-from flexmbs_laws.motor import PARAMETERS, current_after, current_after_ramp, gear_factor, load_torque, reflected_inertia
+from flexmbs_laws.motor import (PARAMETERS, current_after, current_after_ramp, gear_factor, gear_factor_slope,
+                                load_torque, reflected_inertia)
 
 
 class DCMotor(Component):
@@ -53,17 +55,22 @@ class DCMotor(Component):
             return
         self.x["i"] = current_after(self.x["i"], h, p["voltage"], p["ratio"] * p["w_load"], p["R"], p["L"], p["k_t"])
 
-    def _factor(self) -> float:
+    def _gear(self) -> tuple[float, float, float]:
+        """(tau_m [N m], the gear's factor, its slope d factor / d w_m [s/rad]) now."""
         p = self.values
         w_m = p["ratio"] * p["w_load"]
-        return gear_factor(p["k_t"] * self.x.get("i", p["i0"]) - p["b_motor"] * w_m, w_m, p["efficiency"])
+        tau_m = p["k_t"] * self.x.get("i", p["i0"]) - p["b_motor"] * w_m
+        return (tau_m, gear_factor(tau_m, w_m, p["efficiency"], p["w_band"]),
+                gear_factor_slope(tau_m, w_m, p["efficiency"], p["w_band"]))
 
     def feedthrough(self, output: str, input_: str) -> float:
         p = self.values
         if input_ != "w_load":
             return 0.0
-        return {"tau_load": -p["ratio"] ** 2 * p["b_motor"] * self._factor(), "w_motor": p["ratio"],
-                "back_emf": p["k_t"] * p["ratio"]}.get(output, 0.0)
+        if output == "tau_load":
+            tau_m, factor, slope = self._gear()
+            return p["ratio"] ** 2 * (tau_m * slope - p["b_motor"] * factor)
+        return {"w_motor": p["ratio"], "back_emf": p["k_t"] * p["ratio"]}.get(output, 0.0)
 
     def rate(self, output: str) -> float:
         p = self.values
@@ -71,7 +78,9 @@ class DCMotor(Component):
         w_rate = self.rates.get("w_load", 0.0)
         di = (p["voltage"] - p["R"] * i - p["k_t"] * p["ratio"] * p["w_load"]) / p["L"]
         if output == "tau_load":
-            return p["ratio"] * self._factor() * (p["k_t"] * di - p["b_motor"] * p["ratio"] * w_rate)
+            tau_m, factor, slope = self._gear()
+            return p["ratio"] * (factor * (p["k_t"] * di - p["b_motor"] * p["ratio"] * w_rate)
+                                 + tau_m * slope * p["ratio"] * w_rate)
         return {"current": di, "w_motor": p["ratio"] * w_rate, "back_emf": p["k_t"] * p["ratio"] * w_rate}[output]
 
     def output(self, name: str) -> float:
@@ -79,7 +88,7 @@ class DCMotor(Component):
         i = self.x.get("i", p["i0"])
         w_m = p["ratio"] * p["w_load"]
         if name == "tau_load":
-            return load_torque(i, p["w_load"], p["k_t"], p["b_motor"], p["ratio"], p["efficiency"])
+            return load_torque(i, p["w_load"], p["k_t"], p["b_motor"], p["ratio"], p["efficiency"], p["w_band"])
         if name == "current":
             return i
         if name == "w_motor":

@@ -134,8 +134,8 @@ def _drive_text(system: System, model: Model, joint_name: str) -> str:
     if d.type == "motor":
         m = d.motor
         return (f"motor (input {j.name}.voltage, default {_fmt(d.voltage)} V): R {_fmt(m.R)} ohm, L {_fmt(m.L)} H, "
-                f"k_t {_fmt(m.k_t)} N m/A, ratio {_fmt(m.ratio)}, efficiency {_fmt(m.efficiency)}, "
-                f"J_rotor {_fmt(m.J_rotor)} kg m^2, b_motor {_fmt(m.b_motor)} N m s/rad")
+                f"k_t {_fmt(m.k_t)} N m/A, ratio {_fmt(m.ratio)}, efficiency {_fmt(m.efficiency)} "
+                f"(fading below {_fmt(m.w_band)} rad/s), J_rotor {_fmt(m.J_rotor)} kg m^2, b_motor {_fmt(m.b_motor)} N m s/rad")
     return (f"servo {_profile_text(d.profile)}, kp {_fmt(d.kp)}, kd {_fmt(d.kd)}, "
             f"motor inertia {_fmt(d.motor_inertia)} kg m^2")
 

@@ -8,8 +8,15 @@ ours):
   back-EMF constant [V s/rad] equals the torque constant [N m/A] in SI units);
 - shaft: tau_m = k_t i - b_motor w_m on the motor side; the gear multiplies it by the ratio and
   loses the fraction (1 - efficiency) of the power it passes on, whichever side drives:
-  tau_load = ratio * efficiency * tau_m while the motor drives (tau_m w_m >= 0), and
-  ratio * tau_m / efficiency while the load drives it back;
+  tau_load = ratio * efficiency * tau_m while the motor drives (tau_m w_m > 0), and
+  ratio * tau_m / efficiency while the load drives it back, once the motor turns faster than
+  w_band. Below w_band the loss fades to none at standstill (gear_factor), so the torque is
+  continuous where the motor's speed changes sign. A gear whose loss switched sides at once
+  would flip the torque by (1/efficiency - efficiency) ratio tau_m as a joint holding a load
+  turns back, and a co-simulation, which holds the torque over a step, then chatters about
+  zero speed: the elbow of the servo demo did (27 sign changes of its rate in 35 ms,
+  docs/servo.md). The gear never makes power: tau_load w_load <= tau_m w_m while the
+  motor drives, and the reverse while it is driven;
 - the rotor turns rigidly with the load: its inertia acts on the load side as ratio^2 J_rotor.
 
 Pure Python (math only), so that an FMU of the block imports nothing of the core.
@@ -28,6 +35,7 @@ PARAMETERS: tuple[tuple[str, str, str, float, float | None, float | None], ...] 
     ("b_motor", "N.m.s/rad", "viscous friction on the motor shaft", 1e-5, 0.0, None),
     ("ratio", "1", "gear ratio: motor speed / load speed", 50.0, 1e-9, None),
     ("efficiency", "1", "gearbox efficiency (fraction of power passed on)", 0.9, 1e-3, 1.0),
+    ("w_band", "rad/s", "motor speed below which the gear's loss fades to none at standstill", 3.0, 0.0, None),
     ("i0", "A", "armature current at the start", 0.0, None, None),
 )
 
@@ -56,17 +64,47 @@ def current_after_ramp(i: float, h: float, voltage: float, voltage_rate: float, 
     return i * (1.0 - decay) + c0 * decay / a + c1 * (a * h - decay) / a ** 2
 
 
-def gear_factor(tau_m: float, w_m: float, efficiency: float) -> float:
-    """The gear's loss factor: efficiency while the motor drives (tau_m w_m >= 0), else 1 / efficiency."""
-    return efficiency if tau_m * w_m >= 0.0 else 1.0 / efficiency
+def loss_side(tau_m: float, w_m: float, w_band: float) -> float:
+    """How far the gear's loss has built up, signed by the side that drives: 1 while the motor
+    drives (tau_m w_m > 0) and -1 while the load drives it back, at |w_m| >= w_band [rad/s];
+    below it the cubic x (3 - x^2) / 2 of x = w_m / w_band (times the sign of tau_m), which
+    meets +-1 with zero slope and is 0 at standstill. w_band = 0: the sign of tau_m w_m."""
+    side = 1.0 if tau_m > 0.0 else -1.0 if tau_m < 0.0 else 0.0
+    if abs(w_m) >= w_band:
+        return side * (1.0 if w_m > 0.0 else -1.0 if w_m < 0.0 else 0.0)
+    x = w_m / w_band
+    return side * 0.5 * x * (3.0 - x * x)
 
 
-def load_torque(i: float, w_load: float, k_t: float, b_motor: float, ratio: float, efficiency: float) -> float:
-    """Torque on the load [N m] from current i [A] at load speed w_load [rad/s] (gear_factor
-    written out: numba compiles this function for the plant, and calls no plain function)."""
+def loss_side_slope(tau_m: float, w_m: float, w_band: float) -> float:
+    """d loss_side / d w_m [s/rad] at fixed tau_m (0 outside the band)."""
+    if abs(w_m) >= w_band or tau_m == 0.0:
+        return 0.0
+    x = w_m / w_band
+    return (1.0 if tau_m > 0.0 else -1.0) * 1.5 * (1.0 - x * x) / w_band
+
+
+def gear_factor(tau_m: float, w_m: float, efficiency: float, w_band: float) -> float:
+    """The gear's loss factor tau_load / (ratio tau_m): efficiency while the motor drives and
+    1 / efficiency while the load drives it back (loss_side +-1), and in between 1 - (1 -
+    efficiency) s for s = loss_side >= 0, 1 + (1 / efficiency - 1) |s| for s < 0: 1 at
+    standstill, and never a gain of power."""
+    s = loss_side(tau_m, w_m, w_band)
+    return 1.0 - (1.0 - efficiency) * s if s >= 0.0 else 1.0 - (1.0 / efficiency - 1.0) * s
+
+
+def gear_factor_slope(tau_m: float, w_m: float, efficiency: float, w_band: float) -> float:
+    """d gear_factor / d w_m [s/rad] at fixed tau_m (the block's feedthrough and output rates)."""
+    s = loss_side(tau_m, w_m, w_band)
+    return -(1.0 - efficiency if s >= 0.0 else 1.0 / efficiency - 1.0) * loss_side_slope(tau_m, w_m, w_band)
+
+
+def load_torque(i: float, w_load: float, k_t: float, b_motor: float, ratio: float, efficiency: float,
+                w_band: float) -> float:
+    """Torque on the load [N m] from current i [A] at load speed w_load [rad/s]."""
     w_m = ratio * w_load
     tau_m = k_t * i - b_motor * w_m
-    return ratio * tau_m * (efficiency if tau_m * w_m >= 0.0 else 1.0 / efficiency)
+    return ratio * tau_m * gear_factor(tau_m, w_m, efficiency, w_band)
 
 
 def reflected_inertia(J_rotor: float, ratio: float) -> float:

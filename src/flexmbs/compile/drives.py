@@ -21,7 +21,7 @@ class Drives:
     `<joint>.tau`, a motor's `<joint>.voltage`, an input profile's `<joint>.q_ref`, `.qd_ref`,
     `.qdd_ref`) and input_defaults their values until set; i0: the motors' currents at the
     start [A]; fields: drive, drive_in, drive_prof, kp, kd, prof_code, prof_par, prof_t,
-    prof_c, prof_n, mot_i, mot_c, mot_R, mot_L, mot_kt, mot_b, mot_ratio, mot_eff
+    prof_c, prof_n, mot_i, mot_c, mot_R, mot_L, mot_kt, mot_b, mot_ratio, mot_eff, mot_wb
     (SYSTEM_FIELDS)."""
 
     kinds: dict[str, str]
@@ -74,7 +74,7 @@ def drives_of(joints: list[Joint], layout: Joints) -> Drives:
 
 # the motor parameters the kernels read: SystemArrays field <- Motor field
 _MOTOR_FIELDS = {"mot_R": "R", "mot_L": "L", "mot_kt": "k_t", "mot_b": "b_motor", "mot_ratio": "ratio",
-                 "mot_eff": "efficiency"}
+                 "mot_eff": "efficiency", "mot_wb": "w_band"}
 
 
 def _motor_table(motors: list[tuple[int, Motor]], nv: int) -> dict[str, np.ndarray]:

@@ -160,7 +160,8 @@ def reference(design: ServoDesign, t_end: float | None = None, rtol: float = 1e-
         x = np.ascontiguousarray(z[:nx])
         dz = np.empty_like(z)
         for k, (_, m, _, k_in, _, iu) in enumerate(axes):
-            inputs[k_in] = load_torque(z[nx + k], x[iu], m["k_t"], m["b_motor"], m["ratio"], m["efficiency"])
+            inputs[k_in] = load_torque(z[nx + k], x[iu], m["k_t"], m["b_motor"], m["ratio"], m["efficiency"],
+                                         m["w_band"])
             dz[nx + k] = armature_rate(z[nx + k], volts[k], m["ratio"] * x[iu], m["R"], m["L"], m["k_t"])
         if f_eval(S, W, t, x, inputs, xd) != OK:
             raise RuntimeError(f"the plant's equations failed at t = {t} s")

@@ -116,6 +116,7 @@ SYSTEM_FIELDS: tuple[tuple[str, str], ...] = (
     ("mot_b", "(nv,) viscous friction on the motor shaft, motor side [N m s/rad]"),
     ("mot_ratio", "(nv,) gear ratio: motor speed / joint speed [1]"),
     ("mot_eff", "(nv,) gear efficiency: fraction of the power the gear passes on [1]"),
+    ("mot_wb", "(nv,) motor speed below which the gear's loss fades to none at standstill [rad/s]"),
     # motion profiles (kernels/profiles.py)
     ("prof_code", "(nprof,) profile type code"),
     ("prof_par", "(nprof, NPAR) profile parameters (meaning per type in profiles.py)"),
@@ -385,7 +386,7 @@ def _prototype_system() -> tuple:
         mk_body=i(0), mk_s0=f((0, 3)), mk_R0=f((0, 3, 3)), mk_Phi=f((0, 3, 1)), mk_Psi=f((0, 3, 1)),
         mk_H=f((0, 1, 1)), uq=i(0), k_spring=f(0), c_spring=f(0), q_preload=f(0), drive=i(0),
         drive_in=i(0), drive_prof=i(0), kp=f(0), kd=f(0), motor_J=f(0), mot_i=i(0), mot_c=i(0),
-        mot_R=f(0), mot_L=f(0), mot_kt=f(0), mot_b=f(0), mot_ratio=f(0), mot_eff=f(0), prof_code=i(0),
+        mot_R=f(0), mot_L=f(0), mot_kt=f(0), mot_b=f(0), mot_ratio=f(0), mot_eff=f(0), mot_wb=f(0), prof_code=i(0),
         prof_par=f((0, 6)), prof_t=f((0, 1)), prof_c=f((0, 1, 4)), prof_n=i(0), pf_marker=i(0),
         pf_force=f((0, 3)), pf_torque=f((0, 3)), pf_frame=i(0), pf_input=i(0), sd_a=i(0), sd_b=i(0),
         sd_k=f(0), sd_c=f(0), sd_l0=f(0), sd_m=f(0), cr_a=i(0), cr_b=i(0), cr_kind=i(0), cr_i=i(0), cr_j=i(0),

@@ -189,7 +189,8 @@ class Motor:
     law (flexmbs_laws/motor.py; tables.MOTOR gives units and bounds). R [ohm], L [H], k_t
     [N m/A = V s/rad], J_rotor [kg m^2] (motor side; ratio^2 J_rotor is added to the joint's
     inertia), b_motor [N m s/rad] (motor side), ratio (motor speed / joint speed), efficiency
-    (fraction of the power the gear passes on), i0 [A] the armature current at the start."""
+    (fraction of the power the gear passes on), w_band [rad/s] (motor speed below which the
+    gear's loss fades to none at standstill), i0 [A] the armature current at the start."""
 
     R: float = 2.0
     L: float = 1e-3
@@ -198,6 +199,7 @@ class Motor:
     b_motor: float = 1e-5
     ratio: float = 50.0
     efficiency: float = 0.9
+    w_band: float = 3.0
     i0: float = 0.0
 
 

@@ -119,7 +119,8 @@ class JointChecks(Checks):
                                       f"{joint_type} joint's coordinate is a length [m]: drive it by a torque "
                                       "(force) input instead")
         if not self.instance(loc + ("motor",), d.motor, Motor, "a motor drive needs a motor mapping (R [ohm], "
-                             "L [H], k_t [N m/A], J_rotor [kg m^2], b_motor [N m s/rad], ratio, efficiency, i0 [A])"):
+                             "L [H], k_t [N m/A], J_rotor [kg m^2], b_motor [N m s/rad], ratio, efficiency, "
+                             "w_band [rad/s], i0 [A])"):
             return
         for name, par in MOTOR.items():
             value = getattr(d.motor, name)
