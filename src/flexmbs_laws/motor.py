@@ -10,13 +10,13 @@ ours):
   loses the fraction (1 - efficiency) of the power it passes on, whichever side drives:
   tau_load = ratio * efficiency * tau_m while the motor drives (tau_m w_m > 0), and
   ratio * tau_m / efficiency while the load drives it back, once the motor turns faster than
-  w_band. Below w_band the loss fades to none at standstill (gear_factor), so the torque is
-  continuous where the motor's speed changes sign. A gear whose loss switched sides at once
+  w_band. Below w_band the loss fades to none at standstill (gear_factor), so the torque and
+  its slope are continuous where the motor's speed changes sign. A gear whose loss switched sides at once
   would flip the torque by (1/efficiency - efficiency) ratio tau_m as a joint holding a load
   turns back, and a co-simulation, which holds the torque over a step, then chatters about
   zero speed: the elbow of the servo demo did (27 sign changes of its rate in 35 ms,
-  docs/servo.md). The gear never makes power: tau_load w_load <= tau_m w_m while the
-  motor drives, and the reverse while it is driven;
+  docs/servo.md). The gear never makes power: tau_m w_m - tau_load w_load >= 0 always (less
+  power out while the motor drives, more in while the load drives it back);
 - the rotor turns rigidly with the load: its inertia acts on the load side as ratio^2 J_rotor.
 
 Pure Python (math only), so that an FMU of the block imports nothing of the core.
@@ -85,18 +85,16 @@ def loss_side_slope(tau_m: float, w_m: float, w_band: float) -> float:
 
 
 def gear_factor(tau_m: float, w_m: float, efficiency: float, w_band: float) -> float:
-    """The gear's loss factor tau_load / (ratio tau_m): efficiency while the motor drives and
-    1 / efficiency while the load drives it back (loss_side +-1), and in between 1 - (1 -
-    efficiency) s for s = loss_side >= 0, 1 + (1 / efficiency - 1) |s| for s < 0: 1 at
-    standstill, and never a gain of power."""
-    s = loss_side(tau_m, w_m, w_band)
-    return 1.0 - (1.0 - efficiency) * s if s >= 0.0 else 1.0 - (1.0 / efficiency - 1.0) * s
+    """The gear's loss factor tau_load / (ratio tau_m) = efficiency^s, s = loss_side: efficiency
+    while the motor drives and 1 / efficiency while the load drives it back (s = +-1), 1 at
+    standstill; below 1 exactly when the motor drives (s > 0), so never a gain of power, and
+    smooth in w_m through standstill (no corner where s changes sign)."""
+    return efficiency ** loss_side(tau_m, w_m, w_band)
 
 
 def gear_factor_slope(tau_m: float, w_m: float, efficiency: float, w_band: float) -> float:
     """d gear_factor / d w_m [s/rad] at fixed tau_m (the block's feedthrough and output rates)."""
-    s = loss_side(tau_m, w_m, w_band)
-    return -(1.0 - efficiency if s >= 0.0 else 1.0 / efficiency - 1.0) * loss_side_slope(tau_m, w_m, w_band)
+    return math.log(efficiency) * gear_factor(tau_m, w_m, efficiency, w_band) * loss_side_slope(tau_m, w_m, w_band)
 
 
 def load_torque(i: float, w_load: float, k_t: float, b_motor: float, ratio: float, efficiency: float,
