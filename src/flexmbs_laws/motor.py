@@ -36,6 +36,7 @@ PARAMETERS: tuple[tuple[str, str, str, float, float | None, float | None], ...] 
     ("ratio", "1", "gear ratio: motor speed / load speed", 50.0, 1e-9, None),
     ("efficiency", "1", "gearbox efficiency (fraction of power passed on)", 0.9, 1e-3, 1.0),
     ("w_band", "rad/s", "motor speed below which the gear's loss fades to none at standstill", 3.0, 0.0, None),
+    # (the plant's motor drive defaults w_band to 0.03 rad/s: flexmbs.model.elements.Motor)
     ("i0", "A", "armature current at the start", 0.0, None, None),
 )
 
