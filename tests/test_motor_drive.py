@@ -145,7 +145,8 @@ def test_a_lossy_gear_nearly_holds_its_load(tmp_path: Path) -> None:
     it sinks less than 0.02 rad in 8 s (measured 0.009 rad); with the block's 3 rad/s, which
     has no static friction over a hundred times that speed, 0.5 rad (measured 0.51, towards
     the lossless balance 2.45 cos q = 2.0, q = 0.62 rad). The loss switching sides at once
-    (w_band 0) holds it too, in 1.7 million steps of dopri5 for the 8 s (a sliding mode)."""
+    (w_band 0) holds it too, in 1.7 million trial steps of dopri5 for the 8 s (665,000 accepted: a
+    sliding mode)."""
     path = tmp_path / "held.yaml"
     sunk = {}
     for band in ("", ", w_band: 3.0"):
