@@ -90,7 +90,7 @@ def main() -> None:
     block, _ = run.ours_rhs(system, system.x0)
     perf_map = Path(f"/tmp/perf-{os.getpid()}.map")    # where perf looks for this process's map
     try:
-        print(f"{write_perf_map([run._repeat_f_eval, f_eval], perf_map)} functions mapped", file=sys.stderr)
+        print(f"{write_perf_map([run.repeat_f_eval, f_eval], perf_map)} functions mapped", file=sys.stderr)
         report = sample(block, args.seconds)
     finally:
         perf_map.unlink(missing_ok=True)

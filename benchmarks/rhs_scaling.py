@@ -23,7 +23,7 @@ import numpy as np
 from flexmbs.model import Body, Joint, Marker, Model
 from flexmbs.compile import compile_model
 from flexmbs.solvers.common import f_eval
-from run import _repeat_f_eval
+from run import repeat_f_eval
 
 ROUTES = ("composite", "recursive")
 
@@ -50,7 +50,7 @@ def _setup(model: Model, dynamics: str):
 
 def _per_call_numba(args, k: int) -> float:
     t0 = time.perf_counter()
-    _repeat_f_eval(*args, k)
+    repeat_f_eval(*args, k)
     return (time.perf_counter() - t0) / k
 
 
@@ -67,7 +67,7 @@ def measure(model: Model, rounds: int, budget: float = 0.05) -> dict:
     setups = {r: _setup(model, r) for r in ROUTES}
     ks = {}
     for r in ROUTES:                       # warm up, and choose a repetition count per route
-        if _repeat_f_eval(*setups[r], 1) != 0 or f_eval(*setups[r][:2], 0.0, *setups[r][2:]) != 0:
+        if repeat_f_eval(*setups[r], 1) != 0 or f_eval(*setups[r][:2], 0.0, *setups[r][2:]) != 0:
             raise RuntimeError(f"f_eval failed on {model.name} ({r})")
         ks[r] = max(10, int(budget / max(_per_call_numba(setups[r], 10), 1e-8)))
     out = {(w, r): [] for w in ("numba", "python") for r in ROUTES}

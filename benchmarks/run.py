@@ -168,7 +168,7 @@ def python_block(call: Callable[[], object]) -> Callable[[int], None]:
 
 
 @njit(cache=True)
-def _repeat_f_eval(S, W, x, inputs, out, k):
+def repeat_f_eval(S, W, x, inputs, out, k):
     """f_eval at (t = 0, x) k times; the status bits of all calls (0: every call OK). Cached, so
     that count_rhs.py's children under valgrind compile nothing."""
     status = 0
@@ -199,7 +199,7 @@ def ours_rhs(system: System, x: np.ndarray) -> tuple[Callable[[int], None], np.n
     S, W, x, inputs, out = _rhs_arguments(system, x)
 
     def block(k: int) -> None:
-        status = _repeat_f_eval(S, W, x, inputs, out, k)
+        status = repeat_f_eval(S, W, x, inputs, out, k)
         if status != OK:
             raise RuntimeError(f"f_eval failed on {system.model.name} (status {status})")
 

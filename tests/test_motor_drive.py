@@ -13,6 +13,7 @@ import pytest
 from scipy.integrate import simpson
 
 import flexmbs
+from flexmbs_laws.motor import PLANT_DEFAULTS
 from flexmbs.model import MOTOR, Motor, ModelError
 
 R, L, K, N, J_DISC, J_ROTOR = 2.0, 1e-3, 0.05, 10.0, 0.02, 1e-5
@@ -115,14 +116,16 @@ def test_energy_with_no_voltage_falls_by_exactly_the_resistive_loss(tmp_path: Pa
 
 def test_the_model_parameters_are_the_blocks(tmp_path: Path) -> None:
     """One table for both: the Motor fields and defaults are the DC motor block's parameters,
-    but for w_band, narrower in the plant (the held-load test below says why)."""
+    but for the law's PLANT_DEFAULTS: w_band, narrower in the plant (the held-load test below
+    says why)."""
     from flexmbs_fmu.motor import DCMotor
 
     block = {v.name: v for v in DCMotor.VARIABLES if v.causality == "parameter"}
     assert list(MOTOR) == [f.name for f in Motor.__dataclass_fields__.values()] == list(block)
     for name, par in MOTOR.items():
         assert par.default == block[name].start and par.unit == block[name].unit
-        assert getattr(Motor(), name) == par.default or (name, Motor().w_band, par.default) == ("w_band", 0.03, 3.0)
+        assert getattr(Motor(), name) == PLANT_DEFAULTS.get(name, par.default)
+    assert PLANT_DEFAULTS == {"w_band": 0.03} and MOTOR["w_band"].default == 3.0
 
 
 HELD = """name: held

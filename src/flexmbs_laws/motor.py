@@ -11,8 +11,8 @@ ours):
   tau_load = ratio * efficiency * tau_m while the motor drives (tau_m w_m > 0), and
   ratio * tau_m / efficiency while the load drives it back, once the motor turns faster than
   w_band. Below w_band the loss fades to none at standstill (gear_factor), so the torque and
-  its slope are continuous where the motor's speed changes sign. A gear whose loss switched sides at once
-  would flip the torque by (1/efficiency - efficiency) ratio tau_m as a joint holding a load
+  its slope are continuous where the motor's speed changes sign. A gear whose loss switched
+  sides at once would flip the torque by (1/efficiency - efficiency) ratio tau_m as a joint holding a load
   turns back, and a co-simulation, which holds the torque over a step, then chatters about
   zero speed: the elbow of the servo demo did (27 sign changes of its rate in 35 ms,
   docs/servo.md). The gear never makes power: tau_m w_m - tau_load w_load >= 0 always (less
@@ -36,9 +36,14 @@ PARAMETERS: tuple[tuple[str, str, str, float, float | None, float | None], ...] 
     ("ratio", "1", "gear ratio: motor speed / load speed", 50.0, 1e-9, None),
     ("efficiency", "1", "gearbox efficiency (fraction of power passed on)", 0.9, 1e-3, 1.0),
     ("w_band", "rad/s", "motor speed below which the gear's loss fades to none at standstill", 3.0, 0.0, None),
-    # (the plant's motor drive defaults w_band to 0.03 rad/s: flexmbs.model.elements.Motor)
     ("i0", "A", "armature current at the start", 0.0, None, None),
 )
+
+# Where the plant's `motor` drive (flexmbs.model.elements.Motor) defaults otherwise: the block's
+# w_band is what a co-simulation at 1 ms needs not to chatter about standstill (docs/servo.md);
+# inside the plant the integrator resolves a narrow band, and a held load creeps a hundred times
+# slower (within the band the gear has no static friction; tests/test_motor_drive.py).
+PLANT_DEFAULTS: dict[str, float] = {"w_band": 0.03}
 
 
 def armature_rate(i: float, voltage: float, w_motor: float, R: float, L: float, k_t: float) -> float:

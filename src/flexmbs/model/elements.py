@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Literal, Optional, Sequence
 
 import numpy as np
+from flexmbs_laws import motor as motor_law
 
 GROUND = "ground"
 
@@ -191,10 +192,7 @@ class Motor:
     inertia), b_motor [N m s/rad] (motor side), ratio (motor speed / joint speed), efficiency
     (fraction of the power the gear passes on), w_band [rad/s] (motor speed below which the
     gear's loss fades to none at standstill), i0 [A] the armature current at the start.
-    Every default is the block's but w_band's: the block's 3 rad/s is what a co-simulation at
-    1 ms needs not to chatter about standstill (docs/servo.md), while inside the plant the
-    integrator resolves a narrow band, so that a held load creeps 100 times slower: within the
-    band the gear has no static friction, where a real lossy gear holds (tests/test_motor_drive.py)."""
+    Every default is the block's but those of motor_law.PLANT_DEFAULTS (w_band), which says why."""
 
     R: float = 2.0
     L: float = 1e-3
@@ -203,7 +201,7 @@ class Motor:
     b_motor: float = 1e-5
     ratio: float = 50.0
     efficiency: float = 0.9
-    w_band: float = 0.03
+    w_band: float = motor_law.PLANT_DEFAULTS["w_band"]
     i0: float = 0.0
 
 
