@@ -34,7 +34,7 @@ from .drives import MOTION, apply_prescribed, joint_forces
 from .joints import REVOLUTE, joint_kinematics
 from .kinematics import marker_local, marker_world
 from .loads import point_load, spring_damper_force
-from .linalg import chol_factor_n, chol_solve_columns, chol_solve_n, fill1
+from .linalg import chol_factor_n, chol_solve_columns, fill1
 from .rotations import rot_axis
 from .settings import kernel
 
@@ -59,6 +59,9 @@ def articulated_accelerations(S, W, t, q, u, inputs, udot):
 # rows of the 3-vector scratch ab_V3 used by the kinematics pass (all in the parent's axes)
 (_VP, _WP, _AP, _ALP, _S, _SD, _WR, _SB, _WB, _PW, _WREL, _VREL, _CW, _ALI, _DP, _AI) = range(16)
 N_V3 = 16
+# the column of W.ab_K[b] that holds D^-1 u (columns 0-5: D^-1 U^T): one sweep of the factor
+# solves both
+KU = 6
 
 
 @kernel
@@ -556,10 +559,10 @@ def marker_wrench(S, W, k, q, u, F, T, sign, out, row):
 def _inertia_pass(S, W):
     """Pass 2, leaves to root: per body the free columns of H (joint coordinates not
     motion-driven, then modes), U = IA H, the factor of D = H^T U + rotor inertia, K = D^-1 U^T
-    (first 6 columns: the rest of P zdot_p + c is zero), D^-1 u; the articulated inertia and
-    bias force go to the parent. False when a D is not positive definite."""
+    (first 6 columns: the rest of P zdot_p + c is zero) and D^-1 u (K's column KU); the
+    articulated inertia and bias force go to the parent. False when a D is not positive definite."""
     parent, nm, ev, ju, jnv, drive = S.parent, S.nm, S.ev, S.ju, S.jnv, S.drive
-    cc, IA, pA, U, K, Du = W.ab_c, W.ab_IA, W.ab_pA, W.ab_U, W.ab_K, W.ab_Du
+    cc, IA, pA, U, K = W.ab_c, W.ab_IA, W.ab_pA, W.ab_U, W.ab_K
     col, nfree, njf, Ia, fa = W.ab_col, W.ab_nf, W.ab_nj, W.ab_Ia, W.ab_fa
     for b in range(S.nb - 1, -1, -1):
         n = nm[b]
@@ -596,7 +599,7 @@ def _inertia_pass(S, W):
             for j in range(6):
                 acc += Ia[i, j] * cc[b, j]
             for ia in range(nf):
-                acc += U[b, i, ia] * Du[b, ia]
+                acc += U[b, i, ia] * K[b, ia, KU]
             fa[i] = acc
         _to_parent(W, b, p, nm[p])
     return True
@@ -608,7 +611,7 @@ def _rigid_pivot(S, W, b, c):
     in straight-line code (the common case of a chain of hinges).
     False when D is not positive."""
     k = c - S.ju[b]
-    Sc, IA, pA, U, K, Du, Lb = W.ab_S, W.ab_IA, W.ab_pA, W.ab_U, W.ab_K, W.ab_Du, W.ab_Lb
+    Sc, IA, pA, U, K, Lb = W.ab_S, W.ab_IA, W.ab_pA, W.ab_U, W.ab_K, W.ab_Lb
     for i in range(6):
         acc = 0.0
         for j in range(6):
@@ -627,9 +630,9 @@ def _rigid_pivot(S, W, b, c):
     if Lb.shape[0] > 0:
         Lb[b, 0, 0] = np.sqrt(d)
     dinv = 1.0 / d
-    Du[b, 0] = x * dinv
     for j in range(6):
         K[b, 0, j] = U[b, j, 0] * dinv
+    K[b, 0, KU] = x * dinv
     return True
 
 
@@ -637,12 +640,11 @@ def _rigid_pivot(S, W, b, c):
 def _pivot(S, W, b, nf, nj):
     """Pass 2, body b with nf free columns of H (the first nj joint coordinates, W.ab_col[b]):
     U = IA H, the factor of D = H^T U + rotor inertia (into W.ab_Lb[b] when loops need it),
-    W.ab_Du[b] = D^-1 u, W.ab_K[b] = D^-1 U^T (frame columns). False when D is not positive
-    definite."""
+    W.ab_K[b] = D^-1 [U^T (frame columns), u]. False when D is not positive definite."""
     n = S.nm[b]
     m = 6 + n
     ju, uq, motor_J = S.ju, S.uq, S.motor_J
-    Sc, IA, pA, U, K, Du, col = W.ab_S, W.ab_IA, W.ab_pA, W.ab_U, W.ab_K, W.ab_Du, W.ab_col
+    Sc, IA, pA, U, K, col = W.ab_S, W.ab_IA, W.ab_pA, W.ab_U, W.ab_K, W.ab_col
     D, L, x, tau, Lb = W.ab_D, W.ab_L, W.ab_x, W.ab_tau, W.ab_Lb
     for ia in range(nf):
         if ia < nj:
@@ -680,13 +682,11 @@ def _pivot(S, W, b, nf, nj):
         for i in range(nf):
             for j in range(i + 1):
                 Lb[b, i, j] = L[i, j]
-    chol_solve_n(L, x, nf)
-    for ia in range(nf):
-        Du[b, ia] = x[ia]
     for ia in range(nf):
         for j in range(6):
             K[b, ia, j] = U[b, j, ia]
-    chol_solve_columns(L, K[b], nf, 6)
+        K[b, ia, KU] = x[ia]
+    chol_solve_columns(L, K[b], nf, KU + 1)
     return True
 
 
@@ -794,7 +794,7 @@ def _acceleration_pass(S, W, udot):
     H_k^T (IA zdot + pA) + rotor inertia * qdd - the joint's own spring/damper force."""
     parent, nm, ju, jnv, drive, uq, motor_J = S.parent, S.nm, S.ju, S.jnv, S.drive, S.uq, S.motor_J
     P, Sc, cc, IA, pA, zd = W.ab_P, W.ab_S, W.ab_c, W.ab_IA, W.ab_pA, W.ab_zd
-    K, Du, col, nfree, njf = W.ab_K, W.ab_Du, W.ab_col, W.ab_nf, W.ab_nj
+    K, col, nfree, njf = W.ab_K, W.ab_col, W.ab_nf, W.ab_nj
     x, a6, fa, tau, tau_drive = W.ab_x, W.ab_a6, W.ab_fa, W.ab_tau, W.tau_drive
     for b in range(S.nb):
         p = parent[b]
@@ -809,7 +809,7 @@ def _acceleration_pass(S, W, udot):
         nf = nfree[b]
         nj = njf[b]
         for ia in range(nf):
-            acc = Du[b, ia]
+            acc = K[b, ia, KU]
             for j in range(6):
                 acc -= K[b, ia, j] * a6[j]
             x[ia] = acc

@@ -101,19 +101,23 @@ def chol_factor(M, L):
 @kernel(inline=True)
 def chol_factor_n(M, L, n):
     """Cholesky factor L[:n, :n] of the leading n x n block of a symmetric M (False if that
-    block is not positive definite); scratch arrays larger than n stay untouched beyond it."""
+    block is not positive definite); scratch arrays larger than n stay untouched beyond it.
+    One division per column (its pivot's reciprocal), not one per entry: a division's latency
+    is several multiplications' and the next column waits for it."""
     for j in range(n):
         s = M[j, j]
         for k in range(j):
             s -= L[j, k] * L[j, k]
         if not s > 0.0:
             return False
-        L[j, j] = np.sqrt(s)
+        d = np.sqrt(s)
+        L[j, j] = d
+        r = 1.0 / d
         for i in range(j + 1, n):
             s = M[i, j]
             for k in range(j):
                 s -= L[i, k] * L[j, k]
-            L[i, j] = s / L[j, j]
+            L[i, j] = s * r
     return True
 
 

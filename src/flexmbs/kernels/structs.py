@@ -213,7 +213,7 @@ def _workspace_fields(S) -> dict:
         [m/s^2, rad/s^2]; ab_c (nb, 6) Pdot z_p + Hdot y plus the prescribed columns' H qdd;
         ab_IA (nb, nbd, nbd) articulated inertia [kg, kg m, kg m^2]; ab_pA (nb, nbd) articulated
         bias force [N, N m, modal]; ab_U (nb, nbd, nbd) IA H over the free columns of H;
-        ab_K (nb, nbd, 6) D^-1 U^T (frame columns); ab_Du (nb, nbd) D^-1 u; ab_zd (nb, nbd)
+        ab_K (nb, nbd, 7) D^-1 [U^T (frame columns), u] (articulated.KU: the last); ab_zd (nb, nbd)
         extended accelerations; ab_col (nb, nbd) velocity coordinate of each free column,
         ab_nf / ab_nj (nb,) number of free / joint columns; ab_tau (nv) joint forces [N m or N];
         per body processed: ab_D, ab_L (nbd, nbd) pivot block and its factor, ab_x (nbd),
@@ -274,8 +274,8 @@ def _workspace_fields(S) -> dict:
         e_F=z(nbd), e_g=z(3),
         **_marker_frame("o_", nv),
         ab_P=z((nb, 6, nbd)), ab_S=z((nb, 6, 6)), ab_Vb=z((nb, 6)), ab_cb=z((nb, 6)), ab_c=z((nb, 6)),
-        ab_IA=z((nb, nbd, nbd)), ab_pA=z((nb, nbd)), ab_U=z((nb, nbd, nbd)), ab_K=z((nb, nbd, 6)),
-        ab_Du=z((nb, nbd)), ab_zd=z((nb, nbd)), ab_col=np.zeros((nb, nbd), np.int64),
+        ab_IA=z((nb, nbd, nbd)), ab_pA=z((nb, nbd)), ab_U=z((nb, nbd, nbd)), ab_K=z((nb, nbd, 7)),
+        ab_zd=z((nb, nbd)), ab_col=np.zeros((nb, nbd), np.int64),
         ab_nf=np.zeros(nb, np.int64), ab_nj=np.zeros(nb, np.int64), ab_tau=z(nv),
         ab_D=z((nbd, nbd)), ab_L=z((nbd, nbd)), ab_x=z(nbd), ab_Ia=z((6, 6)), ab_T=z((6, nbd)),
         ab_X=z((6, 6)), ab_rp=z((nb, 3)),
