@@ -177,7 +177,8 @@ def test_kernels_are_copied_whole_while_a_build_beside_saves_them(tmp_path: Path
     copied: list[dict] = []
     with kernel_lock(index):
         write_index(["f-1.py311.1.nbc", "f-1.py311.2.nbc"])
-        reader = threading.Thread(target=lambda: copied.append(snapshot(tmp_path / "generic", [str(index)])))
+        loaded = {str(index): ["f-1.py311.1.nbc", "f-1.py311.2.nbc"]}
+        reader = threading.Thread(target=lambda: copied.append(snapshot(tmp_path / "generic", loaded)))
         reader.start()
         time.sleep(0.3)             # the copy's chance to read too early, were it not locked out
         (folder / "f-1.py311.2.nbc").write_bytes(b"second")
@@ -186,3 +187,79 @@ def test_kernels_are_copied_whole_while_a_build_beside_saves_them(tmp_path: Path
     files = copied[0]
     assert index_data_names(files["flexmbs/f-1.py311.nbi"]) == {"f-1.py311.1.nbc", "f-1.py311.2.nbc"}
     assert files["flexmbs/f-1.py311.2.nbc"] == b"second"
+
+
+def test_an_fmu_carries_only_the_cache_entries_its_run_loaded(tmp_path: Path) -> None:
+    """A kernel's cache index holds an entry per specialisation this user compiled (each route,
+    each model's types); the FMU carries the index rewritten to the entries its run loaded and
+    their object files alone. Read back by numba's own cache reader on the receiving side, the
+    kept specialisation is found with its data and the dropped one is a miss, and a loaded file
+    the index no longer names (rewritten by another process) fails the build."""
+    import pytest
+    from numba.core.caching import IndexDataCacheFile
+
+    from flexmbs.fmi.kernels import snapshot
+
+    generic = tmp_path / "generic"
+    built = IndexDataCacheFile(str(generic / "flexmbs"), "f-1.py311", "stamp")
+    (generic / "flexmbs").mkdir(parents=True)
+    built.save(("tree",), ("object code", "of the tree route"))
+    built.save(("loops",), ("object code", "of the loop route"))
+    index = generic / "flexmbs" / "f-1.py311.nbi"
+    names = sorted(p.name for p in index.parent.glob("*.nbc"))
+    tree = next(n for n in names if b"tree" in (index.parent / n).read_bytes())
+
+    files = snapshot(generic, {str(index): [tree]})
+    assert sorted(files) == sorted(["flexmbs/f-1.py311.nbi", f"flexmbs/{tree}"])
+    received = tmp_path / "received" / "flexmbs"
+    received.mkdir(parents=True)
+    for rel, data in files.items():
+        (received.parent / rel).write_bytes(data)
+    reader = IndexDataCacheFile(str(received), "f-1.py311", "stamp")
+    assert reader.load(("tree",)) == ("object code", "of the tree route")
+    assert reader.load(("loops",)) is None
+
+    with pytest.raises(RuntimeError, match="no longer names"):
+        snapshot(generic, {str(index): [tree, "f-1.py311.9.nbc"]})
+
+
+def test_a_second_fmus_kernels_join_those_a_first_placed(tmp_path: Path) -> None:
+    """Two FMUs of other routes, each carrying one entry of a kernel under the same file name
+    (their builders numbered them alike), received in one process: the first's go in as they
+    are; the second's, placed once numba is loaded, join them (the index gains its key, its data
+    file takes the next free number), so numba's own reader finds both; placing either again
+    changes nothing. Were the second's index put over the first's, the first's entry would be
+    a miss (and its kernels would compile)."""
+    import hashlib
+
+    from numba.core.caching import IndexDataCacheFile
+
+    from flexmbs.fmi.kernels import snapshot
+    from flexmbs_fmu.bundle import _place_kernels
+
+    def carried(route: str) -> tuple[Path, dict]:
+        """An FMU's resources/kernels carrying the kernel f's entry of `route`, with its digests."""
+        generic = tmp_path / f"builder {route}" / "generic"
+        (generic / "flexmbs").mkdir(parents=True)
+        IndexDataCacheFile(str(generic / "flexmbs"), "f-1.py311", "stamp").save((route,), f"code of the {route} route")
+        index = generic / "flexmbs" / "f-1.py311.nbi"
+        files = snapshot(generic, {str(index): ["f-1.py311.1.nbc"]})
+        folder = tmp_path / f"fmu {route}"
+        for rel, data in files.items():
+            (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+            (folder / rel).write_bytes(data)
+        return folder, {rel: hashlib.sha256(data).hexdigest() for rel, data in files.items()}
+
+    tree, loops = carried("tree"), carried("loops")
+    target = tmp_path / "receiver" / "generic"
+    _place_kernels(tree[0], target, tree[1])
+    _place_kernels(loops[0], target, loops[1], merge=True)
+    reader = IndexDataCacheFile(str(target / "flexmbs"), "f-1.py311", "stamp")
+    assert reader.load(("tree",)) == "code of the tree route"
+    assert reader.load(("loops",)) == "code of the loops route"
+    assert sorted(p.name for p in (target / "flexmbs").glob("*.nbc")) == ["f-1.py311.1.nbc", "f-1.py311.2.nbc"]
+    for fmu in (tree, loops):
+        _place_kernels(fmu[0], target, fmu[1], merge=True)
+    assert len(list((target / "flexmbs").glob("*.nbc"))) == 2
+    assert reader.load(("tree",)) == "code of the tree route"
+    assert reader.load(("loops",)) == "code of the loops route"

@@ -238,6 +238,46 @@ def test_a_script_that_imports_flexmbs_runs_on_the_kernels_the_build_compiled(pl
     assert _compiles(home / "compiles.jsonl") == []
 
 
+# a Python host that runs two FMUs in one process, one after the other: t and its outputs of each
+TWO_HOSTED = textwrap.dedent("""
+    import json, sys
+    from fmpy import extract, read_model_description
+    from fmpy.fmi2 import FMU2Slave
+    runs = []
+    for path in sys.argv[1:]:
+        md = read_model_description(path)
+        outs = [v.valueReference for v in md.modelVariables if v.causality == "output"][:4]
+        fmu = FMU2Slave(guid=md.guid, unzipDirectory=extract(path), modelIdentifier=md.coSimulation.modelIdentifier,
+                        instanceName=md.modelName)
+        fmu.instantiate()
+        fmu.setupExperiment(startTime=0.0)
+        fmu.enterInitializationMode()
+        fmu.exitInitializationMode()
+        for k in range(5):
+            fmu.doStep(currentCommunicationPoint=k * 1e-3, communicationStepSize=1e-3)
+        runs.append(fmu.getReal(outs))
+        fmu.terminate()
+        fmu.freeInstance()
+    print(json.dumps(runs))
+""")
+
+
+def test_two_plants_of_other_routes_in_one_process_run_on_what_they_carry(plant, fmu_path, same_venv, work) -> None:
+    """A receiver that runs a plant of the recursive tree route and one of the loops route in
+    one Python process (a system of two plants), from an empty cache: each FMU carries the
+    cache entries of its own route alone, and the second, placed once the first has loaded
+    numba, joins its entries to the first's index files: nothing compiles (the second compiled
+    its route's kernels for about 90 s when its index files were put over the first's, or not
+    put in at all)."""
+    home = work / "home two"
+    run = subprocess.run([str(same_venv), "-c", TWO_HOSTED, plant["path"], fmu_path("four_bar")],
+                         capture_output=True, text=True, env=_env(home), timeout=1500)
+    assert run.returncode == 0, run.stderr[-3000:]
+    runs = json.loads(run.stdout.strip().splitlines()[-1])
+    assert len(runs) == 2 and all(np.all(np.isfinite(r)) for r in runs)
+    assert _compiles(home / "compiles.jsonl") == []
+
+
 def test_a_python_host_with_only_fmpy_is_told_what_to_install(plant, work) -> None:
     """A Python host whose interpreter has fmpy alone: no instance, and the FMI logger names
     what is missing and the one command that installs it."""

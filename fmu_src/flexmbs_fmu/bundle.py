@@ -223,12 +223,36 @@ def _file_digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _place_kernels(carried: Path, target: Path, files: dict) -> None:
+def read_index(raw: bytes) -> tuple:
+    """A numba cache index (its bytes: numba.core.caching.IndexDataCacheFile): (numba version,
+    source stamp, {key: data file name}), pickled as the version, then (stamp, entries). Its
+    keys hold numba types: unpickling them imports numba."""
+    import io
+    import pickle
+
+    stream = io.BytesIO(raw)
+    numba_version = pickle.load(stream)
+    stamp, entries = pickle.loads(stream.read())
+    return numba_version, stamp, entries
+
+
+def index_bytes(numba_version: str, stamp, entries: dict) -> bytes:
+    """The bytes of a numba cache index, pickled as numba pickles one."""
+    import pickle
+
+    from numba.core.serialize import dumps
+
+    return pickle.dumps(numba_version, protocol=-1) + dumps((stamp, entries))
+
+
+def _place_kernels(carried: Path, target: Path, files: dict, merge: bool = False) -> None:
     """Copy the carried kernel files ({relative path: sha256}) into the private folder
     `target`, each verified before it is put in place (a file already there with the right
     digest is kept). A kernel's data files and then its index go in under the kernel's lock
     (flexmbs._cache.kernel_lock), so a process that loads the kernel meanwhile reads the old
-    entry or the new one, never an index over another's data file."""
+    entry or the new one, never an index over another's data file. merge (numba is loaded, so
+    the indexes can be read): an index already there keeps its entries and gains the carried
+    ones (_merge_kernel), so the kernels another FMU in this process placed stay found."""
     kernels: dict[str, list[str]] = {}   # index: its data files, then itself
     for rel in sorted(files, key=lambda rel: rel.endswith(".nbi")):
         kernels.setdefault(re.sub(r"\.\d+\.nbc$", ".nbi", rel), []).append(rel)
@@ -236,17 +260,60 @@ def _place_kernels(carried: Path, target: Path, files: dict) -> None:
         private_folder(target, *folder.parts)
     for index, own in kernels.items():
         with kernel_lock(target / index):
+            there = target / index
+            if merge and there.is_file() and _file_digest(there) != files[index]:
+                _merge_kernel(carried, target, index, files)
+                continue
             for rel in own:
                 _place_file(carried / rel, target / rel, files[rel])
+
+
+def _merge_kernel(carried: Path, target: Path, index: str, files: dict) -> None:
+    """Put the carried entries of the kernel `index` into the index already in `target` (its
+    lock held): entries of keys it lacks are added, each data file under its carried name or,
+    where the index names that file for another key, the first free number (numba's own
+    numbering); keys it has keep their entry. An index of another numba version or source
+    stamp is replaced."""
+    numba_version, stamp, entries = read_index(_verified(carried / index, files[index]))
+    try:
+        there_version, there_stamp, merged = read_index((target / index).read_bytes())
+    except Exception:   # unreadable: numba would discard it too
+        there_version, there_stamp, merged = None, None, {}
+    if (there_version, there_stamp) != (numba_version, stamp):
+        merged = {}
+    folder = Path(index).parent
+    base = Path(index).name[:-len(".nbi")]
+    for key, name in entries.items():
+        if key in merged:
+            continue
+        data = _verified(carried / folder / name, files[(folder / name).as_posix()])
+        taken = set(merged.values())
+        number = 1
+        while name in taken:
+            name = f"{base}.{number}.nbc"
+            number += 1
+        _write_file(target / folder / name, data)
+        merged[key] = name
+    _write_file(target / index, index_bytes(numba_version, stamp, merged))
+
+
+def _verified(source: Path, sha: str) -> bytes:
+    """The bytes of a carried file, checked against its digest."""
+    data = source.read_bytes()
+    if hashlib.sha256(data).hexdigest() != sha:
+        raise RuntimeError(f"the compiled kernel {source} does not match its digest: the FMU is damaged")
+    return data
 
 
 def _place_file(source: Path, dest: Path, sha: str) -> None:
     """source copied to dest (a file already there with the digest `sha` kept), verified first."""
     if dest.is_file() and _file_digest(dest) == sha:
         return
-    data = source.read_bytes()
-    if hashlib.sha256(data).hexdigest() != sha:
-        raise RuntimeError(f"the compiled kernel {source} does not match its digest: the FMU is damaged")
+    _write_file(dest, _verified(source, sha))
+
+
+def _write_file(dest: Path, data: bytes) -> None:
+    """dest replaced by data at once (a reader sees the old file or the new one)."""
     partial = dest.parent / f".{dest.name}.{os.getpid()}"
     partial.write_bytes(data)
     os.replace(partial, dest)
@@ -260,21 +327,32 @@ def ready_kernels(carried: Path, root, manifest) -> str:
     host CPU (FLEXMBS_CPU=host; flexmbs._cache.choose_cpu_target), keeps the machine's own kernels
     where they are all cached; else, when the carried ones fit this interpreter, puts
     them into the cache and makes numba use the generic CPU (NUMBA_CPU_NAME=generic); else
-    returns what will be compiled and about how long it takes (to be logged before), or ''."""
-    if not manifest or root is None or "numba" in sys.modules:
+    returns what will be compiled and about how long it takes (to be logged before), or ''.
+    Where numba is loaded already (another plant FMU in this process, of another route, whose
+    carried index files name only its own entries) and compiles for the generic CPU, the
+    carried entries join those in the cache (_place_kernels, merge): both FMUs find theirs."""
+    if not manifest:
         return ""
-    cache = os.environ.get("NUMBA_CACHE_DIR")
-    base = Path(cache) if cache else kernel_cache(Path(root))
-    os.environ["NUMBA_CACHE_DIR"] = str(base)   # where flexmbs would put it (a fallback folder is chosen once)
-    if choose_cpu_target() == "host" and all((base / "host" / name).is_file() for name in manifest["index"]):
-        return ""   # the target flexmbs will compile for, and all its kernels are here
+    numba = sys.modules.get("numba")
+    if numba is not None:   # its target and cache folder are set: the carried kernels serve a generic one
+        if numba.config.CPU_NAME != "generic" or not numba.config.CACHE_DIR:
+            return ""
+        base = Path(numba.config.CACHE_DIR)
+    elif root is None:      # no sources of our own to run (choose_sources)
+        return ""
+    else:
+        cache = os.environ.get("NUMBA_CACHE_DIR")
+        base = Path(cache) if cache else kernel_cache(Path(root))
+        os.environ["NUMBA_CACHE_DIR"] = str(base)   # where flexmbs would put it (a fallback folder is chosen once)
+        if choose_cpu_target() == "host" and all((base / "host" / name).is_file() for name in manifest["index"]):
+            return ""   # the target flexmbs will compile for, and all its kernels are here
     here = {"python": "%d.%d" % sys.version_info[:2], "machine": platform.machine()}
     try:
         here["numba"] = importlib.metadata.version("numba")
     except importlib.metadata.PackageNotFoundError:
         here["numba"] = "?"
     if all(manifest[k] == v for k, v in here.items()):
-        _place_kernels(carried, base / "generic", manifest["files"])
+        _place_kernels(carried, base / "generic", manifest["files"], merge=numba is not None)
         os.environ["NUMBA_CPU_NAME"] = "generic"
         return ""
     return (f"compiling the numba kernels of this model for this machine: this FMU carries them compiled for Python "

@@ -223,8 +223,8 @@ def _chooser_source() -> str:
         bundle.tree_digest, bundle._digest, bundle._digest_or_none,
         bundle._version_key, bundle._fits, bundle.missing_requirements, bundle.check_requirements,
         bundle.VerifiedSources, bundle._loaded_digest, bundle._same_as_loaded, bundle.choose_sources,
-        bundle._file_digest, bundle._place_kernels, bundle._place_file,
-        bundle.ready_kernels))
+        bundle._file_digest, bundle.read_index, bundle.index_bytes, bundle._place_kernels, bundle._merge_kernel,
+        bundle._verified, bundle._place_file, bundle._write_file, bundle.ready_kernels))
 
 
 def identifier(name: str) -> str:

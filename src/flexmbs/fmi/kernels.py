@@ -6,18 +6,19 @@ Python minor version and numba version the first instantiation compiles nothing
 How: the built FMU is run in a new process of this interpreter (fmpy, the FMU's own sources,
 NUMBA_CPU_NAME=generic) through initialisation, a few steps with every solver method and every
 output read; its kernels are compiled into this user's cache (once per version of the sources:
-later builds load them), and a run that compiles nothing names the index files it loaded. Those
-travel with every object file they name (one left behind would, on the receiving machine, name
-whatever that machine keeps under its name), with a manifest of their digests.
+later builds load them), and a run that compiles nothing names the index files it loaded and
+the entries of each it loaded. Each index travels rewritten to name those entries alone, with
+their object files (an entry left in without its file would, on the receiving machine, name
+whatever that machine keeps under its name), and a manifest of their digests: the FMU carries
+what it runs, not every specialisation this user's cache happens to hold (after `build --all`
+each plant FMU carried the kernels of every route, 12-13 MB, where Huang's arm alone needs 5.6).
 """
 
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import os
-import pickle
 import platform
 import subprocess
 import sys
@@ -27,6 +28,7 @@ from pathlib import Path
 
 from flexmbs._cache import kernel_cache, kernel_lock
 from flexmbs.compiling import Compiling
+from flexmbs_fmu.bundle import index_bytes, read_index
 
 # [s] compiling the kernels of a first FMU from an empty cache (three methods, one route), wall
 # time on the two-core development machine: 63-76 s one route at a time, 81-96 s two side by
@@ -37,7 +39,18 @@ FIRST_FMU_COMPILE = 90.0
 WARM_UP = r"""
 import json, shutil, sys
 import numba
+from numba.core.caching import IndexDataCacheFile
 from fmpy import extract, read_model_description
+
+# every cache entry the run loads, by index file: the entries the FMU carries
+loaded = {}
+_load_data = IndexDataCacheFile._load_data
+def _record(self, name):
+    data = _load_data(self, name)       # raises OSError when the file is gone: a miss
+    loaded.setdefault(self._index_path, set()).add(name)
+    return data
+IndexDataCacheFile._load_data = _record
+
 from fmpy.fmi2 import FMU2Slave
 
 path, out = sys.argv[1], sys.argv[2]
@@ -65,7 +78,7 @@ for method in ("rk4", "dopri5", "implicit"):
     fmu.terminate()
     fmu.freeInstance()
 shutil.rmtree(folder, ignore_errors=True)
-used, misses, functions = set(), 0, []
+misses, functions = 0, []
 for name, module in list(sys.modules.items()):
     if not name.startswith("flexmbs."):
         continue
@@ -74,9 +87,9 @@ for name, module in list(sys.modules.items()):
             continue
         misses += sum(obj.stats.cache_misses.values())
         if obj.stats.cache_hits:
-            used.add(obj._cache._cache_file._index_path)
             functions.append(f"{obj.py_func.__module__}.{obj.py_func.__qualname__}")
-json.dump({"used": sorted(used), "misses": misses, "functions": sorted(set(functions))}, open(out, "w"))
+json.dump({"used": {index: sorted(names) for index, names in sorted(loaded.items())}, "misses": misses,
+           "functions": sorted(set(functions))}, open(out, "w"))
 """
 
 
@@ -118,27 +131,37 @@ def _estimate(folder: Path, log: Path, functions: list[str]) -> float:
 
 
 def index_data_names(raw: bytes) -> set[str]:
-    """The data files a numba cache index (its bytes) names: a pickled format version, then the
-    pickled (source stamp, {key: data file name}) (numba.core.caching.IndexDataCacheFile)."""
-    stream = io.BytesIO(raw)
-    pickle.load(stream)
-    _, overloads = pickle.loads(stream.read())
-    return set(overloads.values())
+    """The data files a numba cache index (its bytes) names."""
+    return set(read_index(raw)[2].values())
 
 
-def snapshot(generic: Path, indexes: list[str]) -> dict[str, bytes]:
-    """The bytes of each index file and of every data file it names, by path relative to the
-    cache's `generic` folder, each index read with its data files under that kernel's lock
+def index_keeping(raw: bytes, names: set[str]) -> bytes:
+    """The index `raw` naming only the data files `names`: its numba version and source stamp
+    as they are, its entries for other files dropped."""
+    numba_version, stamp, entries = read_index(raw)
+    return index_bytes(numba_version, stamp, {key: name for key, name in entries.items() if name in names})
+
+
+def snapshot(generic: Path, used: dict[str, list[str]]) -> dict[str, bytes]:
+    """For each index file in `used` (its path: the data files a run loaded from it), the index
+    rewritten to name those files alone (index_keeping) and their bytes, by path relative to the
+    cache's `generic` folder. Each index is read with its data files under that kernel's lock
     (_cache.kernel_lock, which every save of the kernel holds): a build beside this one
     (fmi/batch.py) may be saving the same kernel for its own route, and files read part before
     and part after its save did not match (a Huang's-arm FMU built beside the composite route's
-    compile carried an index whose digest failed on the receiving machine, 2026-11-28)."""
+    compile carried an index whose digest failed on the receiving machine, 2026-11-28). Raises
+    RuntimeError when a loaded file is no longer in its index."""
     files: dict[str, bytes] = {}
-    for index in map(Path, indexes):
+    for index, names in sorted(used.items()):
+        index = Path(index)
         with kernel_lock(index):
             raw = index.read_bytes()
-            files[index.relative_to(generic).as_posix()] = raw
-            for name in sorted(index_data_names(raw)):
+            gone = set(names) - index_data_names(raw)
+            if gone:
+                raise RuntimeError(f"{index} no longer names the kernels the FMU's run loaded ({sorted(gone)}): "
+                                   "another process rewrote it; build again")
+            files[index.relative_to(generic).as_posix()] = index_keeping(raw, set(names))
+            for name in sorted(names):
                 files[(index.parent / name).relative_to(generic).as_posix()] = (index.parent / name).read_bytes()
     return files
 
@@ -166,7 +189,9 @@ def carry_kernels(fmu: Path, bundle_root: Path, route: str) -> tuple[dict, dict[
                 raise RuntimeError(f"the FMU's kernels still compiled in a second run ({found['misses']} compiles): "
                                    "numba does not cache them")
         seconds = _estimate(base, log, found["functions"])
-    files = snapshot(base / "generic", found["used"])
+    generic = base / "generic"
+    files = snapshot(generic, {index: names for index, names in found["used"].items()
+                               if Path(index).is_relative_to(generic)})   # ours, not other numba code's
     manifest = {"python": "%d.%d" % sys.version_info[:2], "numba": version("numba"), "machine": platform.machine(),
                 "files": {rel: hashlib.sha256(data).hexdigest() for rel, data in sorted(files.items())},
                 "index": sorted(rel for rel in files if rel.endswith(".nbi")), "seconds": seconds}
