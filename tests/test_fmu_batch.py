@@ -223,13 +223,15 @@ def test_an_fmu_carries_only_the_cache_entries_its_run_loaded(tmp_path: Path) ->
         snapshot(generic, {str(index): [tree, "f-1.py311.9.nbc"]})
 
 
-def test_a_second_fmus_kernels_join_those_a_first_placed(tmp_path: Path) -> None:
+def test_carried_kernels_join_those_in_the_cache(tmp_path: Path) -> None:
     """Two FMUs of other routes, each carrying one entry of a kernel under the same file name
-    (their builders numbered them alike), received in one process: the first's go in as they
-    are; the second's, placed once numba is loaded, join them (the index gains its key, its data
-    file takes the next free number), so numba's own reader finds both; placing either again
-    changes nothing. Were the second's index put over the first's, the first's entry would be
-    a miss (and its kernels would compile)."""
+    (their builders numbered them alike), received one after the other: the first's go in as
+    they are; the second's join them (the index gains its key, its data file takes the next free
+    number), so numba's own reader finds both. Placing the first again, as the first FMU of a
+    new process does, keeps the second's entry (put over the index, its carried subset would
+    drop it, and the second's kernels would compile again); an entry whose data file is gone
+    gets the carried file back. Were the second's index put over the first's, the first's entry
+    would be a miss."""
     import hashlib
 
     from numba.core.caching import IndexDataCacheFile
@@ -252,14 +254,21 @@ def test_a_second_fmus_kernels_join_those_a_first_placed(tmp_path: Path) -> None
 
     tree, loops = carried("tree"), carried("loops")
     target = tmp_path / "receiver" / "generic"
-    _place_kernels(tree[0], target, tree[1])
-    _place_kernels(loops[0], target, loops[1], merge=True)
     reader = IndexDataCacheFile(str(target / "flexmbs"), "f-1.py311", "stamp")
-    assert reader.load(("tree",)) == "code of the tree route"
-    assert reader.load(("loops",)) == "code of the loops route"
+
+    def both_found() -> None:
+        assert reader.load(("tree",)) == "code of the tree route"
+        assert reader.load(("loops",)) == "code of the loops route"
+
+    _place_kernels(tree[0], target, tree[1])
+    assert reader.load(("tree",)) == "code of the tree route" and reader.load(("loops",)) is None
+    _place_kernels(loops[0], target, loops[1])
+    both_found()
     assert sorted(p.name for p in (target / "flexmbs").glob("*.nbc")) == ["f-1.py311.1.nbc", "f-1.py311.2.nbc"]
-    for fmu in (tree, loops):
-        _place_kernels(fmu[0], target, fmu[1], merge=True)
+    for fmu in (tree, loops, tree):
+        _place_kernels(fmu[0], target, fmu[1])
+        both_found()
     assert len(list((target / "flexmbs").glob("*.nbc"))) == 2
-    assert reader.load(("tree",)) == "code of the tree route"
-    assert reader.load(("loops",)) == "code of the loops route"
+    (target / "flexmbs" / "f-1.py311.1.nbc").unlink()
+    _place_kernels(tree[0], target, tree[1])
+    both_found()

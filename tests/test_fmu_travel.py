@@ -268,14 +268,15 @@ def test_two_plants_of_other_routes_in_one_process_run_on_what_they_carry(plant,
     cache entries of its own route alone, and the second, placed once the first has loaded
     numba, joins its entries to the first's index files: nothing compiles (the second compiled
     its route's kernels for about 90 s when its index files were put over the first's, or not
-    put in at all)."""
-    home = work / "home two"
-    run = subprocess.run([str(same_venv), "-c", TWO_HOSTED, plant["path"], fmu_path("four_bar")],
-                         capture_output=True, text=True, env=_env(home), timeout=1500)
-    assert run.returncode == 0, run.stderr[-3000:]
-    runs = json.loads(run.stdout.strip().splitlines()[-1])
-    assert len(runs) == 2 and all(np.all(np.isfinite(r)) for r in runs)
-    assert _compiles(home / "compiles.jsonl") == []
+    put in at all). Both orders."""
+    for order, fmus in enumerate([(plant["path"], fmu_path("four_bar")), (fmu_path("four_bar"), plant["path"])]):
+        home = work / f"home two {order}"
+        run = subprocess.run([str(same_venv), "-c", TWO_HOSTED, *fmus], capture_output=True, text=True,
+                             env=_env(home), timeout=1500)
+        assert run.returncode == 0, run.stderr[-3000:]
+        runs = json.loads(run.stdout.strip().splitlines()[-1])
+        assert len(runs) == 2 and all(np.all(np.isfinite(r)) for r in runs)
+        assert _compiles(home / "compiles.jsonl") == [], fmus
 
 
 def test_a_python_host_with_only_fmpy_is_told_what_to_install(plant, work) -> None:
@@ -428,7 +429,8 @@ def test_the_machines_own_kernels_are_preferred_to_the_carried_ones(tmp_path) ->
     and every index file the FMU carries already cached for the host CPU, numba keeps the host's
     kernels; by default, or with one missing, the carried generic ones are put in place
     (verified) and numba is told to use the generic CPU; a carried file that does not match its
-    digest is refused."""
+    digest is refused. Where the host loaded numba first, for its own CPU, the host's kernels
+    serve when all are cached, else the FMU's notice says its kernels compile."""
     import hashlib
 
     from flexmbs.fmi.build import _MODULE, _chooser_source
@@ -453,10 +455,10 @@ def test_the_machines_own_kernels_are_preferred_to_the_carried_ones(tmp_path) ->
     source = tmp_path / "chooser.py"
     source.write_text("from __future__ import annotations\n" + _chooser_source())
 
-    def ready(cache: Path, kernels: dict, **extra: str) -> list:
+    def ready(cache: Path, kernels: dict, before: str = "", **extra: str) -> list:
         env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CPU_NAME", "FLEXMBS_CPU")}
         env.update(NUMBA_CACHE_DIR=str(cache), **extra)
-        run = subprocess.run([sys.executable, "-c", code, str(source), str(carried), str(tmp_path),
+        run = subprocess.run([sys.executable, "-c", before + code, str(source), str(carried), str(tmp_path),
                               json.dumps(kernels)], capture_output=True, text=True, env=env)
         assert run.returncode == 0 or "damaged" in run.stderr, run.stderr
         return json.loads(run.stdout) if run.returncode == 0 else ["damaged", None, False]
@@ -475,6 +477,11 @@ def test_the_machines_own_kernels_are_preferred_to_the_carried_ones(tmp_path) ->
     assert oct((fresh / "generic").stat().st_mode)[-3:] == "700"
     bad = dict(manifest, files={**manifest["files"], names[1]: "0" * 64})
     assert ready(tmp_path / "bad", bad)[0] == "damaged"
+    # numba loaded by the host before the FMU, for its own CPU: the host's kernels serve where they
+    # are all cached, else the FMU says that its kernels compile
+    assert ready(host, manifest, before="import numba\n") == ["", None, True]
+    notice, cpu, _ = ready(tmp_path / "loaded", manifest, before="import numba\n")
+    assert "numba was loaded in this process before this FMU" in notice and "compile" in notice and cpu is None
     other = dict(manifest, python="2.7")
     notice, cpu, _ = ready(tmp_path / "other", other)
     # they compile, for the target flexmbs chooses by default (_cache.choose_cpu_target)

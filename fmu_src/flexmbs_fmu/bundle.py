@@ -223,17 +223,21 @@ def _file_digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def read_index(raw: bytes) -> tuple:
+def read_index(raw: bytes, numba_version: str | None = None) -> tuple:
     """A numba cache index (its bytes: numba.core.caching.IndexDataCacheFile): (numba version,
     source stamp, {key: data file name}), pickled as the version, then (stamp, entries). Its
-    keys hold numba types: unpickling them imports numba."""
+    keys hold numba types: unpickling them imports numba and the modules of our types. With
+    numba_version, an index of another version comes back as (its version, None, {}) unread,
+    as numba reads one."""
     import io
     import pickle
 
     stream = io.BytesIO(raw)
-    numba_version = pickle.load(stream)
+    version_ = pickle.load(stream)
+    if numba_version is not None and version_ != numba_version:
+        return version_, None, {}
     stamp, entries = pickle.loads(stream.read())
-    return numba_version, stamp, entries
+    return version_, stamp, entries
 
 
 def index_bytes(numba_version: str, stamp, entries: dict) -> bytes:
@@ -245,49 +249,56 @@ def index_bytes(numba_version: str, stamp, entries: dict) -> bytes:
     return pickle.dumps(numba_version, protocol=-1) + dumps((stamp, entries))
 
 
-def _place_kernels(carried: Path, target: Path, files: dict, merge: bool = False) -> None:
+def _place_kernels(carried: Path, target: Path, files: dict) -> None:
     """Copy the carried kernel files ({relative path: sha256}) into the private folder
     `target`, each verified before it is put in place (a file already there with the right
     digest is kept). A kernel's data files and then its index go in under the kernel's lock
     (flexmbs._cache.kernel_lock), so a process that loads the kernel meanwhile reads the old
-    entry or the new one, never an index over another's data file. merge (numba is loaded, so
-    the indexes can be read): an index already there keeps its entries and gains the carried
-    ones (_merge_kernel), so the kernels another FMU in this process placed stay found."""
+    entry or the new one, never an index over another's data file. An index already there with
+    other entries (this user's own compiles, another FMU's) keeps them and gains the carried
+    ones (_merge_kernel): an FMU carries its own entries alone (fmi/kernels.py), and put over
+    the index it would drop the others, which would compile again. Reading an index imports
+    numba, so NUMBA_CPU_NAME must be set before."""
     kernels: dict[str, list[str]] = {}   # index: its data files, then itself
     for rel in sorted(files, key=lambda rel: rel.endswith(".nbi")):
         kernels.setdefault(re.sub(r"\.\d+\.nbc$", ".nbi", rel), []).append(rel)
     for folder in {Path(index).parent for index in kernels}:   # once each: it writes a probe file
         private_folder(target, *folder.parts)
     for index, own in kernels.items():
-        with kernel_lock(target / index):
-            there = target / index
-            if merge and there.is_file() and _file_digest(there) != files[index]:
-                _merge_kernel(carried, target, index, files)
-                continue
-            for rel in own:
-                _place_file(carried / rel, target / rel, files[rel])
+        there = target / index
+        entries = None
+        if there.is_file() and _file_digest(there) != files[index]:
+            # read before the lock: unpickling the keys imports numba and our types' modules
+            entries = read_index(_verified(carried / index, files[index]))
+        with kernel_lock(there):
+            if there.is_file() and _file_digest(there) != files[index]:
+                _merge_kernel(carried, target, index, files,
+                              entries or read_index(_verified(carried / index, files[index])))
+            else:
+                for rel in own:
+                    _place_file(carried / rel, target / rel, files[rel])
 
 
-def _merge_kernel(carried: Path, target: Path, index: str, files: dict) -> None:
-    """Put the carried entries of the kernel `index` into the index already in `target` (its
-    lock held): entries of keys it lacks are added, each data file under its carried name or,
-    where the index names that file for another key, the first free number (numba's own
-    numbering); keys it has keep their entry. An index of another numba version or source
-    stamp is replaced."""
-    numba_version, stamp, entries = read_index(_verified(carried / index, files[index]))
+def _merge_kernel(carried: Path, target: Path, index: str, files: dict, entries: tuple) -> None:
+    """Put the carried entries (`entries`: read_index of the carried index) of the kernel
+    `index` into the index in `target` (its lock held): a key it lacks, or whose data file is
+    gone, gets the carried file, under its carried name or, where the index names that file for
+    another key, the first free number (numba's own numbering); a key it has keeps its entry.
+    An index of another numba version or source stamp, or unreadable, is replaced."""
+    numba_version, stamp, carried_entries = entries
     try:
-        there_version, there_stamp, merged = read_index((target / index).read_bytes())
-    except Exception:   # unreadable: numba would discard it too
+        there_version, there_stamp, merged = read_index((target / index).read_bytes(), numba_version)
+    except Exception:   # unreadable (a partial or foreign file): numba would discard it too
         there_version, there_stamp, merged = None, None, {}
     if (there_version, there_stamp) != (numba_version, stamp):
         merged = {}
     folder = Path(index).parent
     base = Path(index).name[:-len(".nbi")]
-    for key, name in entries.items():
-        if key in merged:
+    for key, name in carried_entries.items():
+        if key in merged and (target / folder / merged[key]).is_file():
             continue
         data = _verified(carried / folder / name, files[(folder / name).as_posix()])
-        taken = set(merged.values())
+        taken = {n for k, n in merged.items() if k != key}
         number = 1
         while name in taken:
             name = f"{base}.{number}.nbc"
@@ -330,14 +341,21 @@ def ready_kernels(carried: Path, root, manifest) -> str:
     returns what will be compiled and about how long it takes (to be logged before), or ''.
     Where numba is loaded already (another plant FMU in this process, of another route, whose
     carried index files name only its own entries) and compiles for the generic CPU, the
-    carried entries join those in the cache (_place_kernels, merge): both FMUs find theirs."""
+    carried entries join those in the cache too (_place_kernels): both FMUs find theirs."""
     if not manifest:
         return ""
     numba = sys.modules.get("numba")
     if numba is not None:   # its target and cache folder are set: the carried kernels serve a generic one
-        if numba.config.CPU_NAME != "generic" or not numba.config.CACHE_DIR:
+        cpu, folder = numba.config.CPU_NAME or "host", numba.config.CACHE_DIR
+        if cpu != "generic":
+            if folder and all((Path(folder) / cpu.lower() / name).is_file() for name in manifest["index"]):
+                return ""
+            return (f"numba was loaded in this process before this FMU, compiling for the {cpu} CPU: the kernels this "
+                    f"FMU carries (for numba's generic CPU) do not serve it, so they compile, about "
+                    f"{manifest['seconds']:.0f} s of CPU on the build machine, once per machine.")
+        if not folder:
             return ""
-        base = Path(numba.config.CACHE_DIR)
+        base = Path(folder)
     elif root is None:      # no sources of our own to run (choose_sources)
         return ""
     else:
@@ -352,8 +370,12 @@ def ready_kernels(carried: Path, root, manifest) -> str:
     except importlib.metadata.PackageNotFoundError:
         here["numba"] = "?"
     if all(manifest[k] == v for k, v in here.items()):
-        _place_kernels(carried, base / "generic", manifest["files"], merge=numba is not None)
-        os.environ["NUMBA_CPU_NAME"] = "generic"
+        os.environ["NUMBA_CPU_NAME"] = "generic"   # before _place_kernels, which may import numba
+        try:
+            _place_kernels(carried, base / "generic", manifest["files"])
+        except OSError as err:   # a folder we may not write: the kernels compile, and the log says so
+            return (f"the compiled numba kernels this FMU carries could not be put into {base / 'generic'} ({err}): "
+                    f"they compile instead, about {manifest['seconds']:.0f} s of CPU on the build machine, once.")
         return ""
     return (f"compiling the numba kernels of this model for this machine: this FMU carries them compiled for Python "
             f"{manifest['python']}, numba {manifest['numba']} on {manifest['machine']}, and this is Python "
