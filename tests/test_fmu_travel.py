@@ -268,9 +268,12 @@ def test_two_plants_of_other_routes_in_one_process_run_on_what_they_carry(plant,
     cache entries of its own route alone, and the second, placed once the first has loaded
     numba, joins its entries to the first's index files: nothing compiles (the second compiled
     its route's kernels for about 90 s when its index files were put over the first's, or not
-    put in at all). Both orders."""
-    for order, fmus in enumerate([(plant["path"], fmu_path("four_bar")), (fmu_path("four_bar"), plant["path"])]):
-        home = work / f"home two {order}"
+    put in at all). Both orders, and a process whose first FMU finds the index files of both."""
+    tree, loops = plant["path"], fmu_path("four_bar")
+    # a fresh cache in each order; then the first order's cache again, where the first FMU's
+    # entries join the index files both left (before numba is loaded) and the second's are kept
+    for folder, fmus in [("a", (tree, loops)), ("b", (loops, tree)), ("a", (loops, tree))]:
+        home = work / f"home two {folder}"
         run = subprocess.run([str(same_venv), "-c", TWO_HOSTED, *fmus], capture_output=True, text=True,
                              env=_env(home), timeout=1500)
         assert run.returncode == 0, run.stderr[-3000:]
@@ -433,6 +436,7 @@ def test_the_machines_own_kernels_are_preferred_to_the_carried_ones(tmp_path) ->
     serve when all are cached, else the FMU's notice says its kernels compile."""
     import hashlib
 
+    from flexmbs._cache import kernel_cache
     from flexmbs.fmi.build import _MODULE, _chooser_source
 
     carried = tmp_path / "kernels"
@@ -455,9 +459,11 @@ def test_the_machines_own_kernels_are_preferred_to_the_carried_ones(tmp_path) ->
     source = tmp_path / "chooser.py"
     source.write_text("from __future__ import annotations\n" + _chooser_source())
 
-    def ready(cache: Path, kernels: dict, before: str = "", **extra: str) -> list:
-        env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CPU_NAME", "FLEXMBS_CPU")}
-        env.update(NUMBA_CACHE_DIR=str(cache), **extra)
+    def ready(cache: Path | None, kernels: dict, before: str = "", **extra: str) -> list:
+        """ready_kernels' notice, NUMBA_CPU_NAME after it and whether numba is loaded, with the
+        cache folder NUMBA_CACHE_DIR=cache (None: unset, flexmbs' own folder under XDG_CACHE_HOME)."""
+        env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CPU_NAME", "FLEXMBS_CPU", "NUMBA_CACHE_DIR")}
+        env.update({"NUMBA_CACHE_DIR": str(cache)} if cache is not None else {}, **extra)
         run = subprocess.run([sys.executable, "-c", before + code, str(source), str(carried), str(tmp_path),
                               json.dumps(kernels)], capture_output=True, text=True, env=env)
         assert run.returncode == 0 or "damaged" in run.stderr, run.stderr
@@ -482,6 +488,14 @@ def test_the_machines_own_kernels_are_preferred_to_the_carried_ones(tmp_path) ->
     assert ready(host, manifest, before="import numba\n") == ["", None, True]
     notice, cpu, _ = ready(tmp_path / "loaded", manifest, before="import numba\n")
     assert "numba was loaded in this process before this FMU" in notice and "compile" in notice and cpu is None
+    # ... also where the host set no cache folder: the one flexmbs will choose is looked in
+    xdg = tmp_path / "xdg"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_CACHE_HOME", str(xdg))
+        own = kernel_cache(tmp_path)
+    (own / "host" / names[0]).parent.mkdir(parents=True)
+    (own / "host" / names[0]).write_bytes(b"the host's own index")
+    assert ready(None, manifest, before="import numba\n", XDG_CACHE_HOME=str(xdg)) == ["", None, True]
     other = dict(manifest, python="2.7")
     notice, cpu, _ = ready(tmp_path / "other", other)
     # they compile, for the target flexmbs chooses by default (_cache.choose_cpu_target)

@@ -290,14 +290,15 @@ def _merge_kernel(carried: Path, target: Path, index: str, files: dict, entries:
         there_version, there_stamp, merged = read_index((target / index).read_bytes(), numba_version)
     except Exception:   # unreadable (a partial or foreign file): numba would discard it too
         there_version, there_stamp, merged = None, None, {}
-    if (there_version, there_stamp) != (numba_version, stamp):
+    changed = (there_version, there_stamp) != (numba_version, stamp)
+    if changed:
         merged = {}
     folder = Path(index).parent
     base = Path(index).name[:-len(".nbi")]
     for key, name in carried_entries.items():
         if key in merged and (target / folder / merged[key]).is_file():
             continue
-        data = _verified(carried / folder / name, files[(folder / name).as_posix()])
+        data = _verified(carried / folder / name, files.get((folder / name).as_posix()))
         taken = {n for k, n in merged.items() if k != key}
         number = 1
         while name in taken:
@@ -305,13 +306,19 @@ def _merge_kernel(carried: Path, target: Path, index: str, files: dict, entries:
             number += 1
         _write_file(target / folder / name, data)
         merged[key] = name
-    _write_file(target / index, index_bytes(numba_version, stamp, merged))
+        changed = True
+    if changed:   # else the index there already finds every carried entry: left as it is
+        _write_file(target / index, index_bytes(numba_version, stamp, merged))
 
 
-def _verified(source: Path, sha: str) -> bytes:
-    """The bytes of a carried file, checked against its digest."""
-    data = source.read_bytes()
-    if hashlib.sha256(data).hexdigest() != sha:
+def _verified(source: Path, sha) -> bytes:
+    """The bytes of a carried file, checked against its digest (RuntimeError, the FMU damaged,
+    when it is missing, has no digest in the manifest or does not match it)."""
+    try:
+        data = source.read_bytes()
+    except OSError as err:
+        raise RuntimeError(f"the compiled kernel {source} cannot be read ({err}): the FMU is damaged") from None
+    if sha is None or hashlib.sha256(data).hexdigest() != sha:
         raise RuntimeError(f"the compiled kernel {source} does not match its digest: the FMU is damaged")
     return data
 
@@ -345,8 +352,10 @@ def ready_kernels(carried: Path, root, manifest) -> str:
     if not manifest:
         return ""
     numba = sys.modules.get("numba")
-    if numba is not None:   # its target and cache folder are set: the carried kernels serve a generic one
-        cpu, folder = numba.config.CPU_NAME or "host", numba.config.CACHE_DIR
+    if numba is not None:   # its target is set: the carried kernels serve a generic one
+        # its cache folder: as set, else the one flexmbs will set when it is imported (_cache)
+        cpu = numba.config.CPU_NAME or "host"
+        folder = numba.config.CACHE_DIR or (str(kernel_cache(Path(root))) if root is not None else "")
         if cpu != "generic":
             if folder and all((Path(folder) / cpu.lower() / name).is_file() for name in manifest["index"]):
                 return ""
