@@ -266,17 +266,26 @@ def _place_kernels(carried: Path, target: Path, files: dict) -> None:
         private_folder(target, *folder.parts)
     for index, own in kernels.items():
         there = target / index
-        entries = None
-        if there.is_file() and _file_digest(there) != files[index]:
-            # read before the lock: unpickling the keys imports numba and our types' modules
-            entries = read_index(_verified(carried / index, files[index]))
+        # read before the lock where a merge is likely: unpickling the keys imports numba and
+        # our types' modules
+        entries = read_index(_verified(carried / index, files[index])) if _other_index(there, files[index]) else None
         with kernel_lock(there):
-            if there.is_file() and _file_digest(there) != files[index]:
+            if _other_index(there, files[index]):
                 _merge_kernel(carried, target, index, files,
                               entries or read_index(_verified(carried / index, files[index])))
             else:
                 for rel in own:
                     _place_file(carried / rel, target / rel, files[rel])
+
+
+def _other_index(there: Path, sha: str) -> bool:
+    """An index file is at `there`, and it is not the carried one (digest sha)."""
+    return there.is_file() and _file_digest(there) != sha
+
+
+def _all_cached(folder: Path, manifest: dict) -> bool:
+    """Every index file the FMU carries is in the cache's target `folder` (host, a CPU name)."""
+    return all((folder / name).is_file() for name in manifest["index"])
 
 
 def _merge_kernel(carried: Path, target: Path, index: str, files: dict, entries: tuple) -> None:
@@ -357,7 +366,7 @@ def ready_kernels(carried: Path, root, manifest) -> str:
         cpu = numba.config.CPU_NAME or "host"
         folder = numba.config.CACHE_DIR or (str(kernel_cache(Path(root))) if root is not None else "")
         if cpu != "generic":
-            if folder and all((Path(folder) / cpu.lower() / name).is_file() for name in manifest["index"]):
+            if folder and _all_cached(Path(folder) / cpu.lower(), manifest):
                 return ""
             return (f"numba was loaded in this process before this FMU, compiling for the {cpu} CPU: the kernels this "
                     f"FMU carries (for numba's generic CPU) do not serve it, so they compile, about "
@@ -371,7 +380,7 @@ def ready_kernels(carried: Path, root, manifest) -> str:
         cache = os.environ.get("NUMBA_CACHE_DIR")
         base = Path(cache) if cache else kernel_cache(Path(root))
         os.environ["NUMBA_CACHE_DIR"] = str(base)   # where flexmbs would put it (a fallback folder is chosen once)
-        if choose_cpu_target() == "host" and all((base / "host" / name).is_file() for name in manifest["index"]):
+        if choose_cpu_target() == "host" and _all_cached(base / "host", manifest):
             return ""   # the target flexmbs will compile for, and all its kernels are here
     here = {"python": "%d.%d" % sys.version_info[:2], "machine": platform.machine()}
     try:

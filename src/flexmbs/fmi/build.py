@@ -223,7 +223,8 @@ def _chooser_source() -> str:
         bundle.tree_digest, bundle._digest, bundle._digest_or_none,
         bundle._version_key, bundle._fits, bundle.missing_requirements, bundle.check_requirements,
         bundle.VerifiedSources, bundle._loaded_digest, bundle._same_as_loaded, bundle.choose_sources,
-        bundle._file_digest, bundle.read_index, bundle.index_bytes, bundle._place_kernels, bundle._merge_kernel,
+        bundle._file_digest, bundle.read_index, bundle.index_bytes, bundle._place_kernels, bundle._other_index,
+        bundle._all_cached, bundle._merge_kernel,
         bundle._verified, bundle._place_file, bundle._write_file, bundle.ready_kernels))
 
 

@@ -135,16 +135,10 @@ def index_data_names(raw: bytes) -> set[str]:
     return set(read_index(raw)[2].values())
 
 
-def index_keeping(raw: bytes, names: set[str]) -> bytes:
-    """The index `raw` naming only the data files `names`: its numba version and source stamp
-    as they are, its entries for other files dropped."""
-    numba_version, stamp, entries = read_index(raw)
-    return index_bytes(numba_version, stamp, {key: name for key, name in entries.items() if name in names})
-
-
 def snapshot(generic: Path, used: dict[str, list[str]]) -> dict[str, bytes]:
     """For each index file in `used` (its path: the data files a run loaded from it), the index
-    rewritten to name those files alone (index_keeping) and their bytes, by path relative to the
+    rewritten to name those files alone (its numba version and source stamp as they are) and
+    their bytes, by path relative to the
     cache's `generic` folder. Each index is read with its data files under that kernel's lock
     (_cache.kernel_lock, which every save of the kernel holds): a build beside this one
     (fmi/batch.py) may be saving the same kernel for its own route, and files read part before
@@ -155,12 +149,13 @@ def snapshot(generic: Path, used: dict[str, list[str]]) -> dict[str, bytes]:
     for index, names in sorted(used.items()):
         index = Path(index)
         with kernel_lock(index):
-            raw = index.read_bytes()
-            gone = set(names) - index_data_names(raw)
+            numba_version, stamp, entries = read_index(index.read_bytes())
+            gone = set(names) - set(entries.values())
             if gone:
                 raise RuntimeError(f"{index} no longer names the kernels the FMU's run loaded ({sorted(gone)}): "
                                    "another process rewrote it; build again")
-            files[index.relative_to(generic).as_posix()] = index_keeping(raw, set(names))
+            kept = {key: name for key, name in entries.items() if name in names}
+            files[index.relative_to(generic).as_posix()] = index_bytes(numba_version, stamp, kept)
             for name in sorted(names):
                 files[(index.parent / name).relative_to(generic).as_posix()] = (index.parent / name).read_bytes()
     return files
