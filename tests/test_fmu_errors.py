@@ -92,7 +92,7 @@ def _state_data(s: Slave) -> dict:
     return data
 
 
-@pytest.mark.parametrize("method", ["dopri5", "implicit"])
+@pytest.mark.parametrize("method", ["dopri5", "implicit", "radau"])
 def test_a_refused_step_leaves_the_plant_bit_for_bit_as_it_was(fmu_path, method) -> None:
     """A step the solver refuses (a torque that makes the arm diverge) leaves everything that
     shapes the future as it was: state, inputs, step size, step counts and, for the implicit
@@ -111,7 +111,7 @@ def test_parameter_out_of_range_is_refused_and_the_old_value_kept(fmu_path, caps
     s.start({"payload": -1.0, "solver.method": "euler"})
     out = capsys.readouterr().out
     assert "parameter payload = -1.0 is not a finite value in [0.0, 5.0]; kept 0.5" in out
-    assert "solver.method 'euler' unknown; choose one of rk4, dopri5, implicit" in out
+    assert "solver.method 'euler' unknown; choose one of rk4, dopri5, implicit, radau" in out
     assert s.get(["payload"])[0] == 0.5
     s.fmu.setReal([s.vr["payload"]], [2.0])      # after initialisation: fixed
     assert "fixed once initialisation has ended" in capsys.readouterr().out

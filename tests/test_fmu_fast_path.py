@@ -54,7 +54,7 @@ def test_an_input_set_between_two_reads_reaches_the_feedthrough_outputs(fmu_path
         s.close()
 
 
-@pytest.mark.parametrize("method", ["dopri5", "implicit", "rk4"])
+@pytest.mark.parametrize("method", ["dopri5", "implicit", "rk4", "radau"])
 def test_reading_outputs_between_steps_leaves_the_run_as_it_was(method) -> None:
     """The output evaluation shares the integrator's workspace: reading every output, at both
     levels, before and after each new input leaves the run bit for bit as a twin's that never

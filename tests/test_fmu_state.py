@@ -22,8 +22,9 @@ def _torques(t: float) -> dict:
     return {"shoulder.tau": 0.3 * np.sin(4 * t), "elbow.tau": 0.1}
 
 
-@pytest.mark.parametrize("settings", [{}, {"solver.method": "implicit", "solver.rtol": 1e-4}],
-                         ids=["default", "implicit"])
+@pytest.mark.parametrize("settings", [{}, {"solver.method": "implicit", "solver.rtol": 1e-4},
+                                      {"solver.method": "radau", "solver.rtol": 1e-4}],
+                         ids=["default", "implicit", "radau"])
 def test_restore_a_saved_state_and_run_again_identically(fmu_path, settings) -> None:
     """A restored state repeats the original run bit for bit; with the implicit method, whose
     Jacobian and LU factors are reused across communication steps, they are part of the state."""
@@ -112,3 +113,33 @@ def test_a_state_of_another_model_is_refused(fmu_path, capsys) -> None:
     b.fmu.doStep(currentCommunicationPoint=0.05, communicationStepSize=0.05)
     a.close()
     b.close()
+
+
+@pytest.mark.parametrize("saved, taker", [("radau", None), (None, "radau")], ids=["radau-to-default", "default-to-radau"])
+def test_a_state_restores_into_a_plant_of_another_method(saved, taker) -> None:
+    """A state carries its parameters, the integration method among them: a plant running
+    another method takes it (its memory checked against the state's method, not the plant's),
+    and the two then run on bit for bit alike."""
+    from flexmbs.model import load_model
+    from flexmbs.model.catalog import shipped_models
+    from flexmbs_fmu.plant import Plant
+
+    def plant(method):
+        p = Plant(load_model(shipped_models()["huang_two_link"]))
+        if method is not None:
+            p.set_parameter("solver.method", method)
+        p.initialize(0.0)
+        return p
+
+    def run(p, ks):
+        for k in ks:
+            p.set_input(0, 0.3 * np.sin(k))
+            p.step(0.01 * k, 0.01)
+
+    first = plant(saved)
+    run(first, range(10))
+    second = plant(taker)
+    second.restore(json.loads(json.dumps(first.save())))
+    run(first, range(10, 20))
+    run(second, range(10, 20))
+    assert second.save() == first.save()

@@ -54,11 +54,11 @@ def step_response(t: np.ndarray, V: float, L_: float) -> tuple[np.ndarray, np.nd
     return w, J * wd / kn
 
 
-@pytest.mark.parametrize("method", ["dopri5", "rk4", "implicit"])
+@pytest.mark.parametrize("method", ["dopri5", "rk4", "implicit", "radau"])
 def test_a_motor_on_a_free_inertia_follows_the_closed_form_step_response(tmp_path: Path, method: str) -> None:
     """Speed and current of every integrator against the closed form (armature time constant
     L/R = 0.5 ms, mechanical 168 ms): within 1e-6 of the final speed and current scale."""
-    step = {"rk4": 1e-4, "dopri5": 1e-3, "implicit": 1e-3}[method]
+    step = {"rk4": 1e-4, "dopri5": 1e-3, "implicit": 1e-3, "radau": 1e-3}[method]
     res = flexmbs.simulate(flexmbs.load_model(wheel(tmp_path, lossless())), 0.5, method=method, step=step,
                            rtol=1e-9)
     w, i = step_response(res.time, 12.0, L)

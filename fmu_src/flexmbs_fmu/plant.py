@@ -66,8 +66,9 @@ RATE_DELTA = 1e-6
 class Rollback:
     """What a step changes besides the state x: the integrator's memory (step size, step counts,
     RK4's stability check, the stage row that a saved state holds as the implicit method's
-    Jacobian state (dopri5's last stage otherwise); for the implicit method its Jacobian, LU
-    factors, pivots and their validity; for dopri5 its step controller, and from dense output
+    Jacobian state (dopri5's last stage otherwise); for the implicit method and radau its
+    Jacobian, LU factors, pivots and their validity, for radau also its complex factors, the
+    last step's stages and its controller; for dopri5 its step controller, and from dense output
     its own time and state, first stage, dense output, the last call's end and, with loops,
     whether its own state awaits its projection). `keep()` before
     a step, `undo()` after a refused one, so that a refused step leaves the plant bit for bit as
@@ -76,7 +77,9 @@ class Rollback:
     def __init__(self, stepper: Stepper) -> None:
         self.stepper = st = stepper
         method = st.settings.method
-        self.arrays = [st.K[6:]] + ([st.Jac, st.LU, st.piv, st.memo, st.hf] if method == "implicit" else []) \
+        implicit = method in ("implicit", "radau")
+        self.arrays = [st.K[6:]] + ([st.Jac, st.LU, st.piv, st.memo, st.hf] if implicit else []) \
+            + ([st.LU2, st.piv2, st.R[6:9], st.rctl] if method == "radau" else []) \
             + ([st.K[:1], st.ctl, st.x_i, st.D, st.span, st.x_last] if method == "dopri5" else [])
         self.copies = [a.copy() for a in self.arrays]
         self.scalars: tuple = ()
@@ -386,7 +389,7 @@ class Plant:
                             "input_error": dict,
                             "failure": (str, type(None))}, "the state")
         check_time(data["t"], "the state's time")
-        self.stepper.check_implicit_memory(data["implicit"])
+        self.stepper.check_implicit_memory(data["implicit"], data["params"].get("solver.method"))
         self.stepper.check_dopri5_memory(data["dopri5"])
         if set(data["params"]) != set(self.params):
             raise ValueError("the state belongs to a model with other parameters; nothing was applied")

@@ -172,13 +172,13 @@ def _subset(result: Result, names: Sequence[str]) -> Result:
 @click.option("--method", type=click.Choice(METHODS), default=None,
               help="Integrator (default: the model's solver.method).")
 @click.option("--rtol", type=click.FloatRange(min=0.0, min_open=True), default=None,
-              help="Relative tolerance of dopri5/implicit.")
+              help="Relative tolerance of dopri5/implicit/radau.")
 @click.option("--atol", type=click.FloatRange(min=0.0, min_open=True), default=None,
               help="Absolute tolerance (default: rtol times the state scales).")
 @click.option("--step", type=click.FloatRange(min=0.0, min_open=True), default=None,
               help="RK4 step / initial step [s].")
 @click.option("--max-step", type=click.FloatRange(min=0.0, min_open=True), default=None,
-              help="Largest internal step of dopri5/implicit [s].")
+              help="Largest internal step of dopri5/implicit/radau [s].")
 @click.option("--output-step", type=click.FloatRange(min=0.0, min_open=True), default=None,
               help="Sampling interval of the results [s] (default: solver.output_step).")
 @click.option("--out", "out_csv", type=click.Path(dir_okay=False), default=None,

@@ -215,8 +215,8 @@ def simulate(model: Union[Model, System], t_end: float, *, method: Optional[str]
     inputs: {input name: value} held constant, or a function t -> dict sampled at each output
     time and held until the next (zero-order hold, as in co-simulation). x0: initial [q; u; i]
     (i: the armature currents [A] of the motor drives, none without them). interpolate: the
-    implicit method steps past the output samples (up to max_step) and interpolates them (cubic
-    Hermite, of its order), where by default it lands on each, as an FMU does on each
+    implicit and radau methods step past the output samples (up to max_step) and interpolate
+    them (implicit: cubic Hermite, of its order; radau: its collocation polynomial), where by default it lands on each, as an FMU does on each
     communication point; with a max_step above output_step that can take several times fewer
     steps (the spin-up beam at 10 ms samples, max_step 50 ms: 403 steps instead of 2,002), and
     the result then differs from an FMU's within the tolerance. Constant inputs and models

@@ -127,7 +127,7 @@ def check_energy(system: System, result: Result, inputs: np.ndarray, settings: S
     result.stats.update(energy_drift=drift, energy_exchanged=scale)
     if abs(drift) <= scale * ENERGY_DRIFT_LIMIT:
         return
-    explicit = settings.method != "implicit"
+    explicit = settings.method not in ("implicit", "radau")
     mode = _unresolved_mode(system, result, k, settings) if explicit else ""
     fix = "reduce solver.step" if settings.method == "rk4" else "tighten rtol"
     if mode:

@@ -59,7 +59,7 @@ h = float(md.defaultExperiment.stepSize)
 vr = {v.name: v.valueReference for v in md.modelVariables}
 outputs = [v.valueReference for v in md.modelVariables if v.causality == "output"]
 folder = extract(path)
-for method in ("rk4", "dopri5", "implicit"):
+for method in ("rk4", "dopri5", "implicit", "radau"):
     fmu = FMU2Slave(guid=md.guid, unzipDirectory=folder, modelIdentifier=md.coSimulation.modelIdentifier,
                     instanceName=method)
     fmu.instantiate()

@@ -26,7 +26,7 @@ GROUND = "ground"
 JointType = Literal[
     "revolute", "prismatic", "cylindrical", "universal", "spherical", "planar", "free", "fixed"
 ]
-METHODS: tuple[str, ...] = ("rk4", "dopri5", "implicit")
+METHODS: tuple[str, ...] = ("rk4", "dopri5", "implicit", "radau")
 
 
 @dataclass
@@ -341,7 +341,8 @@ ATOL_MAX = 1.0
 class Solver:
     """method: rk4 (fixed step h [s], warns past its stability bound), dopri5 (adaptive,
     rtol/atol), implicit (adaptive L-stable Rosenbrock-W ROS34PW2 reusing its Jacobian and LU
-    factors, for stiff flexible models); None (the default, Model.solver_method): implicit for a
+    factors, for stiff flexible models), radau (adaptive Radau IIA of order 5 with simplified
+    Newton iterations, for stiff models at tight tolerances); None (the default, Model.solver_method): implicit for a
     model with a flexible body, dopri5 for a rigid one. max_step [s] bounds the internal
     step of the adaptive methods; output_step [s] is the sampling of results. rtol within
     RTOL_RANGE, atol (None: rtol times each state's scale) at most ATOL_MAX. formulation: joint
@@ -353,7 +354,7 @@ class Solver:
     where it is faster; composite otherwise); massive elastic rods always take the composite
     route."""
 
-    method: Optional[Literal["rk4", "dopri5", "implicit"]] = None
+    method: Optional[Literal["rk4", "dopri5", "implicit", "radau"]] = None
     step: float = 1e-3
     rtol: float = 1e-6
     atol: Optional[float] = None

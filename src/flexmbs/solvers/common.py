@@ -18,7 +18,7 @@ MESSAGES = {
     LOOP_OPEN: "the loop constraints could not be restored after the step: the mechanism reached a singular "
                "pose (a dead point of the cut rows kept, or a bifurcation of a redundant loop)",
 }
-RK4, DOPRI5, IMPLICIT = 0, 1, 2
+RK4, DOPRI5, IMPLICIT, RADAU = 0, 1, 2, 3
 
 
 @kernel

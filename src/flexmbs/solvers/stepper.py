@@ -16,9 +16,11 @@ from ..loops import Loops, free_columns, projection_weights
 from ..model.elements import METHODS
 from ..system import System, state_scales
 from ..kernels.entry import apply_prescribed
-from .common import DIVERGED, DOPRI5, IMPLICIT, LOOP_OPEN, MESSAGES, NOT_FINITE, OK, RK4, STEP_TOO_SMALL, f_eval, jacobian_fd
+from .common import (DIVERGED, DOPRI5, IMPLICIT, LOOP_OPEN, MESSAGES, NOT_FINITE, OK, RADAU, RK4, STEP_TOO_SMALL, f_eval,
+                     jacobian_fd)
 from .explicit import ERR_FLOOR, dopri5_advance, rk4_advance, rk4_samples
 from .implicit import JAC_DRIFT, JAC_MOVE, N_JAC, N_LU, ros_advance
+from .radau import radau_advance
 
 
 class SolverError(RuntimeError):
@@ -131,7 +133,7 @@ IMPLICIT_BLOCK = 2000
 
 @dataclass
 class Settings:
-    """method: rk4 | dopri5 | implicit; step: RK4 step / initial step [s]; rtol; atol: None ->
+    """method: rk4 | dopri5 | implicit | radau; step: RK4 step / initial step [s]; rtol; atol: None ->
     rtol times the state scales; max_step [s]."""
 
     method: str = "dopri5"
@@ -165,14 +167,14 @@ class Stepper:
         kept), stepping past t_end and serving it from dense output (_dopri5); with closed loops
         the output is projected onto the constraints at each call, and the integrator's own
         state before a call steps on from it (_project_own). False: every call evaluates its
-        first stage and lands on t_end. interpolate (implicit method): advance_samples steps
+        first stage and lands on t_end. interpolate (implicit and radau methods): advance_samples steps
         past the samples and interpolates them, where by default it lands on each, as an FMU
         does on each communication point (so that the two agree to rounding)."""
         settings.check()
         self.system = system
         self.settings = settings
-        self.code = {"rk4": RK4, "dopri5": DOPRI5, "implicit": IMPLICIT}[settings.method]
-        self.interpolate = interpolate and self.code == IMPLICIT
+        self.code = {"rk4": RK4, "dopri5": DOPRI5, "implicit": IMPLICIT, "radau": RADAU}[settings.method]
+        self.interpolate = interpolate and self.code in (IMPLICIT, RADAU)
         nx = system.nx
         self.W = system.workspace()
         self.K = np.zeros((7, nx))
@@ -184,6 +186,13 @@ class Stepper:
         self.memo = np.zeros(4, dtype=np.int64)   # implicit: Jacobian/LU valid, their counts
         self.hf = np.zeros(1)
         self.P = np.zeros((2, nx))   # implicit: the last step's start state and rate (its samples)
+        # radau: its stage increments, last step's, f(t, x) and start state (radau_advance), the
+        # complex factors, and its controller's memory (radau.H_OLD ... ERR_ACC)
+        self.R = np.zeros((11, nx))
+        self.LU2 = np.zeros((nx, nx), dtype=np.complex128)
+        self.piv2 = np.zeros(nx, dtype=np.int64)
+        self.cv = np.zeros(nx, dtype=np.complex128)
+        self.rctl = np.zeros(4)
         self.no_t, self.no_X = np.zeros(0), np.zeros((0, nx))   # ... a call without samples
         self.ctl = np.array([ERR_FLOOR, 0.0])   # dopri5's step controller (explicit._next_step)
         self.scale = state_scales(system)
@@ -229,6 +238,7 @@ class Stepper:
         self.h = self.settings.step
         self.memo[:2] = 0
         self.ctl[:] = ERR_FLOOR, 0.0
+        self.rctl[:] = 0.0
         self.t_i = None
         self.own_stale = False
 
@@ -271,17 +281,29 @@ class Stepper:
         """The implicit method's memory that shapes its next steps (Jacobian, LU factors, step of
         the factorisation, the state of the Jacobian, validity flags and counts), as lists, for
         saving an FMU state."""
-        return dict(jac=self.Jac.tolist(), lu=self.LU.tolist(), piv=self.piv.tolist(), memo=self.memo.tolist(),
-                    hf=float(self.hf[0]), xj=self.K[6].tolist())
+        memory = dict(jac=self.Jac.tolist(), lu=self.LU.tolist(), piv=self.piv.tolist(), memo=self.memo.tolist(),
+                      hf=float(self.hf[0]), xj=self.K[6].tolist())
+        if self.code == RADAU:
+            memory.update(lu2_re=self.LU2.real.tolist(), lu2_im=self.LU2.imag.tolist(), piv2=self.piv2.tolist(),
+                          z=self.R[6:9].tolist(), ctl=self.rctl.tolist())
+        return memory
 
-    def check_implicit_memory(self, data: object) -> None:
-        """Raise ValueError unless `data` is an implicit_memory of this Stepper's size (checked
-        whole before a state is applied)."""
+    def check_implicit_memory(self, data: object, method: object = None) -> None:
+        """Raise ValueError unless `data` is an implicit_memory of this Stepper's size, saved
+        under `method` (None: this Stepper's; a state may carry another method, which its
+        parameters set before it is restored), checked whole before a state is applied."""
         nx = self.x_size
-        _check_arrays(data, {"jac": (nx, nx), "lu": (nx, nx), "piv": (nx,), "memo": (4,), "hf": (), "xj": (nx,)},
-                      "the state's implicit-method memory")
-        if np.any((np.asarray(data["piv"]) < 0) | (np.asarray(data["piv"]) >= nx)):
-            raise ValueError("the state's implicit-method memory: pivot indices out of range; nothing was applied")
+        radau = (self.settings.method if method is None else method) == "radau"
+        shapes = {"jac": (nx, nx), "lu": (nx, nx), "piv": (nx,), "memo": (4,), "hf": (), "xj": (nx,)}
+        if radau:
+            shapes.update(lu2_re=(nx, nx), lu2_im=(nx, nx), piv2=(nx,), z=(3, nx), ctl=(4,))
+        _check_arrays(data, shapes, "the state's implicit-method memory")
+        for key in ("piv", "piv2") if radau else ("piv",):
+            if np.any((np.asarray(data[key]) < 0) | (np.asarray(data[key]) >= nx)):
+                raise ValueError("the state's implicit-method memory: pivot indices out of range; nothing was applied")
+        if radau and np.any(np.asarray(data["ctl"]) < 0.0):
+            raise ValueError("the state's implicit-method memory: a negative step or error in radau's controller; "
+                             "nothing was applied")
 
     @property
     def x_size(self) -> int:
@@ -292,6 +314,9 @@ class Stepper:
         """Inverse of implicit_memory (check it first with check_implicit_memory)."""
         self.Jac[:], self.LU[:], self.piv[:], self.memo[:] = data["jac"], data["lu"], data["piv"], data["memo"]
         self.hf[0], self.K[6] = data["hf"], data["xj"]
+        if self.code == RADAU:
+            self.LU2.real[:], self.LU2.imag[:] = data["lu2_re"], data["lu2_im"]   # bit for bit, signed zeros too
+            self.piv2[:], self.R[6:9], self.rctl[:] = data["piv2"], data["z"], data["ctl"]
 
     def _count(self, nsteps: int, nrejected: int) -> None:
         self.nsteps += nsteps
@@ -408,20 +433,27 @@ class Stepper:
 
     def _implicit(self, t: float, x: np.ndarray, t_end: float, inputs: np.ndarray, T: np.ndarray,
                   X: np.ndarray) -> tuple[int, int]:
-        """The implicit method from t to t_end [s] (x in place), the samples at times T into X on
-        the way (implicit.ros_advance). Returns (status, samples filled)."""
+        """The implicit method (implicit.ros_advance) or Radau IIA (radau.radau_advance) from t to
+        t_end [s] (x in place), the samples at times T into X on the way. Returns (status,
+        samples filled)."""
         st = self.settings
-        status, self.h, n, r, filled = ros_advance(
-            self.system.ref, self.W, t, x, t_end, self.h, st.max_step, least_step(t_end), st.rtol,
-            self.atol, self.scale, self.jac_move, self.jac_drift, inputs, self.K, self.Jac, self.LU, self.piv, self.xs,
-            self.err, self.memo, self.hf, T, X, self.P)
+        if self.code == RADAU:
+            status, self.h, n, r, filled = radau_advance(
+                self.system.ref, self.W, t, x, t_end, self.h, st.max_step, least_step(t_end), st.rtol, self.atol,
+                self.scale, inputs, self.R, self.K, self.Jac, self.LU, self.piv, self.LU2, self.piv2, self.cv,
+                self.memo, self.hf, self.rctl, T, X)
+        else:
+            status, self.h, n, r, filled = ros_advance(
+                self.system.ref, self.W, t, x, t_end, self.h, st.max_step, least_step(t_end), st.rtol,
+                self.atol, self.scale, self.jac_move, self.jac_drift, inputs, self.K, self.Jac, self.LU, self.piv,
+                self.xs, self.err, self.memo, self.hf, T, X, self.P)
         self.nsteps += n
         self.nrejected += r
         return status, filled
 
     @property
     def samples_at_once(self) -> bool:
-        """advance_samples serves this run: RK4, or the implicit method that interpolates, on a
+        """advance_samples serves this run: RK4, or the implicit or radau method that interpolates, on a
         model without loops (their projection runs here, in Python, after every call)."""
         return (self.code == RK4 or self.interpolate) and self.loops is None
 
@@ -434,7 +466,7 @@ class Stepper:
         (8 us) was a fifth of a double pendulum's run at 10 ms samples, and between blocks
         Python can raise a KeyboardInterrupt (numba code does not) and `done(samples)` counts
         a block's samples (a progress bar). RK4 lands on every sample; the implicit method with
-        `interpolate` steps past them (up to max_step) and interpolates them (implicit._hermite):
+        `interpolate` steps past them (up to max_step) and interpolates them (implicit._hermite, radau._samples):
         landing on 10 ms samples held the 3-frame spin-up beam at 2,002 steps where its
         tolerance allows 50 ms steps (403). Returns the samples filled and, when the run failed after them, the
         SolverError."""
