@@ -14,6 +14,8 @@ Cases (benchmarks/README.md says what each one measures and why it is like for l
                    exudyn's converged run): CPU time of the cheapest setting of each code.
 * huang_arm        Huang's two-link arm at its default settings: wall time over simulated time
                    (peer "real_time"), and its joint-angle error against a run at rtol 1e-10.
+* crank_rocker     He's crank-rocker with interface modes, 1 N m on the crank for 0.5 s, at its
+                   default settings: the same, its error against dopri5 at rtol 1e-11.
 * loops_chain      one right-hand side of N coupled four-bars: joint coordinates vs the
                    natural-coordinate formulation (both ours).
 
@@ -66,7 +68,7 @@ from flexmbs.solvers.stepper import Settings, Stepper  # noqa: E402
 from flexmbs.compile import compile_model  # noqa: E402
 from flexmbs.system import System  # noqa: E402
 
-CASES = ("double_pendulum", "chain_rhs", "spin_up", "huang_arm", "loops_chain")
+CASES = ("double_pendulum", "chain_rhs", "spin_up", "huang_arm", "crank_rocker", "loops_chain")
 REFERENCE_FILE = HERE / "spin_up_reference_ws6.json"
 SPIN_TOL = 1e-3             # tip accuracy at which the spin-up is compared [m]
 SPIN_T_END = 20.0           # [s]
@@ -528,28 +530,43 @@ def spin_up(cfg: argparse.Namespace, peers: dict, rep: Report) -> None:
                 timed={tm.label: [errors[tm.label], tm.best, tm.median] for tm in timers})
 
 
-def huang_arm(cfg: argparse.Namespace, peers: dict, rep: Report) -> None:
-    """Real-time factor of Huang's arm at the model file's settings (simulate() of the compiled
-    model) and its joint-angle error against the same run at rtol 1e-10.  The real-time factor
-    is meant in wall time: it is the same as CPU time on a quiet machine (one thread)."""
-    t_end = 1.0 if cfg.quick else 5.0
-    log(f"\n=== huang_arm: default settings, {t_end:g} s (free release) ===")
-    system = compile_model(flexmbs.load_model("huang_two_link"))
+def _real_time(cfg: argparse.Namespace, rep: Report, case: str, name: str, t_end: float, joints: tuple,
+               reference: dict, inputs: dict | None = None) -> None:
+    """Real-time factor of the shipped model `name` at its file's settings (simulate() of the
+    compiled model over t_end [s], `inputs` held) and its largest error on the joint angles
+    `joints` [rad] against a run with the `reference` settings.  The real-time factor is meant
+    in wall time: it is the same as CPU time on a quiet machine (one thread)."""
+    system = compile_model(flexmbs.load_model(name))
 
     def sim():
-        return flexmbs.simulate(system, t_end)
+        return flexmbs.simulate(system, t_end, inputs=inputs)
 
     r = sim()
-    log(f"  default: {system.model.solver_method()}, {r.stats.get('steps', '?')} steps; "
-        "reference: rtol 1e-10 ...")
-    tight = flexmbs.simulate(system, t_end, rtol=1e-10)
-    joints = ("shoulder.q", "elbow.q")
+    log(f"  default: {system.model.solver_method()} at rtol {system.model.solver.rtol:g}, "
+        f"{r.stats.get('steps', '?')} steps; reference: {reference} ...")
+    tight = flexmbs.simulate(system, t_end, inputs=inputs, **reference)
     err = max(float(np.abs(r[j] - tight[j]).max()) for j in joints)
-    log(f"  max joint-angle error against rtol 1e-10: {err:.2e} rad")
+    log(f"  max joint-angle error against the reference: {err:.2e} rad")
     ours = Timer("flexmbs.simulate", timed(sim))
     interleave([ours], cfg.rounds)
-    rep.add("huang_arm", None, ours, "real_time", t_end, real_time_factor=t_end / ours.best,
+    rep.add(case, None, ours, "real_time", t_end, real_time_factor=t_end / ours.best,
             joint_error_rad=err, steps=r.stats.get("steps"))
+
+
+def huang_arm(cfg: argparse.Namespace, peers: dict, rep: Report) -> None:
+    """Huang's arm (free release) at its file's settings against the same run at rtol 1e-10."""
+    t_end = 1.0 if cfg.quick else 5.0
+    log(f"\n=== huang_arm: default settings, {t_end:g} s (free release) ===")
+    _real_time(cfg, rep, "huang_arm", "huang_two_link", t_end, ("shoulder.q", "elbow.q"), dict(rtol=1e-10))
+
+
+def crank_rocker(cfg: argparse.Namespace, peers: dict, rep: Report) -> None:
+    """He's crank-rocker with interface modes (coupler modes up to 2.3 kHz) under a crank torque of
+    1 N m from rest for 0.5 s at its file's settings (its 1 ms output samples), against dopri5 at
+    rtol 1e-11 (another method: the crank turns about 10 rad)."""
+    log("\n=== crank_rocker: default settings, 0.5 s at crank.tau = 1 N m ===")
+    _real_time(cfg, rep, "crank_rocker", "he_crank_rocker", 0.5, ("crank.q", "rocker.q"),
+               dict(method="dopri5", rtol=1e-11), inputs={"crank.tau": 1.0})
 
 
 def loops_chain(cfg: argparse.Namespace, peers: dict, rep: Report) -> None:
@@ -583,7 +600,7 @@ def loops_chain(cfg: argparse.Namespace, peers: dict, rep: Report) -> None:
 
 
 RUNNERS = {"double_pendulum": double_pendulum, "chain_rhs": chain_rhs, "spin_up": spin_up,
-           "huang_arm": huang_arm, "loops_chain": loops_chain}
+           "huang_arm": huang_arm, "crank_rocker": crank_rocker, "loops_chain": loops_chain}
 
 
 def parse_cases(text: str | None) -> list[str]:

@@ -1,5 +1,5 @@
 """Work-precision study of the integrators: error against a tight reference versus CPU time,
-for every method over a range of tolerances (dopri5, implicit) or steps (rk4).
+for every method over a range of tolerances (dopri5, implicit, radau) or steps (rk4).
 
 Cases (short runs, so the study takes minutes on a busy 2-core machine):
 - huang: Huang's two-link arm (huang_two_link, 4 modes), 1 s free release; error: largest
@@ -54,6 +54,7 @@ import models  # benchmarks/models.py, beside this script
 SWEEPS = {
     "dopri5": [("rtol", r) for r in (1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8)],
     "implicit": [("rtol", r) for r in (1e-2, 1e-3, 1e-4, 1e-5, 1e-6)],
+    "radau": [("rtol", r) for r in (1e-3, 1e-4, 1e-5, 1e-6, 1e-7)],
 }
 
 
@@ -150,7 +151,7 @@ def plot(name, rows, unit, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(6.4, 4.4))
-    for method, marker in (("rk4", "s"), ("dopri5", "o"), ("implicit", "^")):
+    for method, marker in (("rk4", "s"), ("dopri5", "o"), ("implicit", "^"), ("radau", "D")):
         ok = [r for r in rows if r["method"] == method and r.get("error")]
         if not ok:
             continue
