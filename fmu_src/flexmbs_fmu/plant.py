@@ -35,7 +35,7 @@ import numpy as np
 
 import flexmbs
 from flexmbs.compile import compile_model
-from flexmbs.model import METHODS, Model, ModelError, load_model
+from flexmbs.model import IMPLICIT_METHODS, METHODS, Model, ModelError, load_model
 from flexmbs.model.paths import set_value
 from flexmbs.signals import Evaluator, output_width, state_slots
 from flexmbs.simulate import settings_of, step_rate
@@ -77,7 +77,7 @@ class Rollback:
     def __init__(self, stepper: Stepper) -> None:
         self.stepper = st = stepper
         method = st.settings.method
-        implicit = method in ("implicit", "radau")
+        implicit = method in IMPLICIT_METHODS
         self.arrays = [st.K[6:]] + ([st.Jac, st.LU, st.piv, st.memo, st.hf] if implicit else []) \
             + ([st.LU2, st.piv2, st.R[6:9], st.rctl] if method == "radau" else []) \
             + ([st.K[:1], st.ctl, st.x_i, st.D, st.span, st.x_last] if method == "dopri5" else [])

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .flex.invariants import body_size
-from .model import Model
+from .model import IMPLICIT_METHODS, Model
 from .system import System
 
 if TYPE_CHECKING:   # simulate imports this module
@@ -127,7 +127,7 @@ def check_energy(system: System, result: Result, inputs: np.ndarray, settings: S
     result.stats.update(energy_drift=drift, energy_exchanged=scale)
     if abs(drift) <= scale * ENERGY_DRIFT_LIMIT:
         return
-    explicit = settings.method not in ("implicit", "radau")
+    explicit = settings.method not in IMPLICIT_METHODS
     mode = _unresolved_mode(system, result, k, settings) if explicit else ""
     fix = "reduce solver.step" if settings.method == "rk4" else "tighten rtol"
     if mode:

@@ -27,6 +27,8 @@ JointType = Literal[
     "revolute", "prismatic", "cylindrical", "universal", "spherical", "planar", "free", "fixed"
 ]
 METHODS: tuple[str, ...] = ("rk4", "dopri5", "implicit", "radau")
+# the methods that solve linear systems with a Jacobian (its factors are part of their memory)
+IMPLICIT_METHODS: tuple[str, ...] = ("implicit", "radau")
 
 
 @dataclass

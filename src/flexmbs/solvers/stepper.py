@@ -188,10 +188,12 @@ class Stepper:
         self.P = np.zeros((2, nx))   # implicit: the last step's start state and rate (its samples)
         # radau: its stage increments, last step's, f(t, x) and start state (radau_advance), the
         # complex factors, and its controller's memory (radau.H_OLD ... ERR_ACC)
-        self.R = np.zeros((11, nx))
-        self.LU2 = np.zeros((nx, nx), dtype=np.complex128)
-        self.piv2 = np.zeros(nx, dtype=np.int64)
-        self.cv = np.zeros(nx, dtype=np.complex128)
+        # complex factors (radau only: empty for the other methods)
+        nr = nx if self.code == RADAU else 0
+        self.R = np.zeros((11, nr))
+        self.LU2 = np.zeros((nr, nr), dtype=np.complex128)
+        self.piv2 = np.zeros(nr, dtype=np.int64)
+        self.cv = np.zeros(nr, dtype=np.complex128)
         self.rctl = np.zeros(4)
         self.no_t, self.no_X = np.zeros(0), np.zeros((0, nx))   # ... a call without samples
         self.ctl = np.array([ERR_FLOOR, 0.0])   # dopri5's step controller (explicit._next_step)
