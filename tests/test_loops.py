@@ -211,11 +211,12 @@ def test_the_numba_projection_agrees_with_the_least_squares_one(name: str, held:
     Newton, then velocities, least norm in the integrators' weighted norm): the integrators'
     numba one (Cholesky of the Gram matrix of the rows in use) and loops.py's (numpy's SVD least
     squares) land on the same state, on the constraints, to rounding. Bricard's loop has a
-    dropped redundant row, the crank-rocker a flexible coupler whose modal coordinates' scales
-    span 0.0025 to 0.3; with its crank held, the crank does not move. The weights are the
-    position scales: 1 for a joint coordinate, state_scales of a modal one, 0 where held. The
-    velocity correction is the least one in that norm: it is orthogonal, in the weighted inner
-    product, to every velocity that keeps the constraints (the null space of G, by scipy's SVD)."""
+    dropped redundant row, the crank-rocker a flexible coupler whose modal weights span 3e-5 to
+    0.02 (its out-of-plane rows only the modes can close); with its crank held, the crank does
+    not move. The weights: 1 for a joint coordinate (its scale), the state_scales of a modal one
+    over the square root of its angular frequency [rad/s], 0 where held. The velocity correction
+    is the least one in that norm: it is orthogonal, in the weighted inner product, to every
+    velocity that keeps the constraints (the null space of G, by scipy's SVD)."""
     from scipy.linalg import null_space
 
     from flexmbs.kernels.dynamics import qdot_of
@@ -228,15 +229,21 @@ def test_the_numba_projection_agrees_with_the_least_squares_one(name: str, held:
     scale = state_scales(system)
     weight = projection_weights(system.arrays, free, scale)
     # each velocity coordinate's weight is the scale of the position coordinate it moves (no
-    # quaternions here: each moves exactly one, at unit rate, by the integrators' qdot map)
+    # quaternions here: each moves exactly one, at unit rate, by the integrators' qdot map),
+    # over the square root of the mode's angular frequency for a modal one
+    omega = np.ones(system.nq)
+    for b, name in enumerate(system.bodies):
+        e0, n = system.arrays.eq[b], system.arrays.nm[b]
+        if n:
+            omega[e0:e0 + n] = np.maximum(system.flex[name].freqs, 1.0)
     expected = np.zeros(system.nv)
     for c in range(system.nv):
         qd = np.zeros(system.nq)
         qdot_of(system.ref, system.q0, np.eye(system.nv)[c], qd)
         (k,) = np.nonzero(qd)[0]
         assert qd[k] == 1.0
-        expected[c] = scale[k] if free[c] else 0.0
-    np.testing.assert_array_equal(weight, expected)
+        expected[c] = scale[k] / np.sqrt(omega[k]) if free[c] else 0.0
+    np.testing.assert_allclose(weight, expected, rtol=1e-15, atol=0.0)
     rng = np.random.default_rng(7)
     q0 = system.q0 + 1e-4 * rng.standard_normal(system.nq)
     u0 = system.u0 + 1e-1 * rng.standard_normal(system.nv)
@@ -329,14 +336,16 @@ def test_loop_models_run_as_fmus_like_simulate(fmu_path) -> None:
     assert np.max(fmu["wrist.gap"]) < 1e-10
 
 
-def test_held_input_motion_stays_on_the_loop() -> None:
+@pytest.mark.parametrize("method", [None, "radau"])
+def test_held_input_motion_stays_on_the_loop(method) -> None:
     """A crank driven through the `input` profile (q_ref, qd_ref held between samples): each step
-    starts from the profile's values projected onto the loop, so the loop stays closed."""
+    starts from the profile's values projected onto the loop, so the loop stays closed; radau
+    projects its steps too, the crank held where it integrated to (not at the held q_ref)."""
     model = flexmbs.load_model(MODELS / "slider_crank.yaml")
     model.joint("crank").drive = Drive("motion", profile=Profile("input"))
 
     def inputs(t: float) -> dict:
         return {"crank.q_ref": 10.0 * t, "crank.qd_ref": 10.0, "crank.qdd_ref": 0.0}
 
-    res = flexmbs.simulate(model, 2.0, output_step=0.01, inputs=inputs)
+    res = flexmbs.simulate(model, 2.0, output_step=0.01, inputs=inputs, method=method)
     assert np.max(res["wrist.gap"]) < 1e-9

@@ -52,7 +52,7 @@ ROUTE = textwrap.dedent("""
     from numba import types
     from numba.core.registry import CPUDispatcher
 
-    flexmbs.simulate(flexmbs.load_model(sys.argv[1]), 0.01)
+    flexmbs.simulate(flexmbs.load_model(sys.argv[1]), 0.01, method=sys.argv[2])
     for m, mod in list(sys.modules.items()):
         for k, d in vars(mod).items():
             if m.startswith("flexmbs.") and isinstance(d, CPUDispatcher) and d.py_func.__module__ == m:
@@ -63,23 +63,26 @@ ROUTE = textwrap.dedent("""
 # the kernels only a closed loop needs, and those only the composite route needs
 LOOP_KERNELS = ("flexmbs.kernels.loop_closure.close_loops", "flexmbs.kernels.loop_closure._unit_solve",
                 "flexmbs.kernels.dynamics.composite_loops", "flexmbs.kernels.constraints.constraint_row",
-                "flexmbs.kernels.constraints.constraint_rows", "flexmbs.kernels.constraints.constrained_solve")
+                "flexmbs.kernels.constraints.constraint_rows", "flexmbs.kernels.constraints.constrained_solve",
+                "flexmbs.kernels.constraints.loop_rows", "flexmbs.kernels.projection.onto_loops")
 COMPOSITE_KERNELS = ("flexmbs.kernels.dynamics.composite_accelerations", "flexmbs.kernels.dynamics.cholesky_solve")
 
 
-def test_a_tree_compiles_its_route_only(tmp_path) -> None:
+@pytest.mark.parametrize("method, entry", [("rk4", "explicit.rk4_advance"), ("radau", "radau.radau_advance")])
+def test_a_tree_compiles_its_route_only(tmp_path, method: str, entry: str) -> None:
     """From an empty cache, a run of a tree on the recursion (the double pendulum) compiles the
     recursion once and neither the loop closure nor the composite solve, and no kernel for the
-    value of a constant argument (numba's literal specialisations)."""
+    value of a constant argument (numba's literal specialisations); under radau, which projects
+    each step onto a loop model's constraints, not the projection either."""
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
     env.pop("NUMBA_CACHE_DIR", None)
-    run = subprocess.run([sys.executable, "-c", ROUTE, "double_pendulum"], capture_output=True, text=True, env=env,
-                         timeout=1800)
+    run = subprocess.run([sys.executable, "-c", ROUTE, "double_pendulum", method], capture_output=True, text=True,
+                         env=env, timeout=1800)
     assert run.returncode == 0, run.stderr
     count = {name: (int(n), int(lit)) for name, n, lit in (line.split() for line in run.stdout.splitlines())}
     for stage in ("_kinematics_pass", "_inertia_pass", "_acceleration_pass"):   # the recursion's passes
         assert count[f"flexmbs.kernels.articulated.{stage}"] == (1, 0), run.stdout
-    assert count["flexmbs.solvers.explicit.rk4_advance"] == (1, 0), run.stdout   # the model's method
+    assert count[f"flexmbs.solvers.{entry}"] == (1, 0), run.stdout   # the run's method
     for name in LOOP_KERNELS + COMPOSITE_KERNELS:
         assert count[name] == (0, 0), (name, run.stdout)
     assert not [name for name, (_, lit) in count.items() if lit], run.stdout

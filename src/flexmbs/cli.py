@@ -193,7 +193,7 @@ def _subset(result: Result, names: Sequence[str]) -> Result:
 @click.option("--progress/--no-progress", default=True, show_default=True,
               help="Show a progress bar.")
 @click.option("--interpolate", is_flag=True,
-              help="Implicit method: step past the output samples (up to --max-step) and interpolate them, "
+              help="Implicit and radau methods: step past the output samples (up to --max-step) and interpolate them, "
                    "where by default it lands on each as an FMU does (faster with a --max-step above "
                    "--output-step; the results then differ from an FMU's within the tolerance).")
 @_user_errors

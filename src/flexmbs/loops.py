@@ -92,14 +92,17 @@ def modal_columns(arrays: tuple) -> np.ndarray:
 
 def projection_weights(arrays: tuple, free: np.ndarray, scale: np.ndarray) -> np.ndarray:
     """The weight of each velocity coordinate in the run-time projection (kernels/projection.py):
-    the scale of its position coordinate (scale: system.state_scales, positions first), 1 for a
-    quaternion's rate (a rotation [rad]), 0 where not `free`."""
+    for a joint coordinate the scale of its position coordinate (scale: system.state_scales,
+    positions then rates), 1 for a quaternion's rate (a rotation [rad]); for a modal coordinate
+    its scale over the square root of its angular frequency [rad/s] (at least 1), which is its
+    position scale over the square root of its rate scale's ratio to it (state_scales: eta_scale
+    max(1, omega_k)); 0 where not `free`."""
     weight = np.ones(arrays.drive.size)
     joint = arrays.uq >= 0
     weight[joint] = scale[arrays.uq[joint]]
     for b in range(arrays.nm.size):
-        n = arrays.nm[b]
-        weight[arrays.ev[b]:arrays.ev[b] + n] = scale[arrays.eq[b]:arrays.eq[b] + n]
+        n, e0, v0 = arrays.nm[b], arrays.eq[b], arrays.nq + arrays.ev[b]
+        weight[arrays.ev[b]:arrays.ev[b] + n] = scale[e0:e0 + n] / np.sqrt(scale[v0:v0 + n] / scale[e0:e0 + n])
     return np.where(free, weight, 0.0)
 
 

@@ -106,6 +106,12 @@ def constraint_rows(S, W, q, u):
 
 @njit(**JIT)
 def loop_state(S, W, q, u):
+    """loop_rows called from Python (loops.Loops, assembly)."""
+    loop_rows(S, W, q, u)
+
+
+@kernel
+def loop_rows(S, W, q, u):
     """Constraint residuals, Jacobian and velocity-product term at (q, u) into W.c_g, W.c_G,
     W.c_gam (for projection and assembly, outside the equations of motion)."""
     forward(S, W, q, u)

@@ -1,8 +1,8 @@
 """Projection of a state onto the loop constraints at run time (numba): positions by Newton's
 method with least-norm steps, then velocities by the least-norm correction, both in a weighted
-norm over the velocity coordinates. The integrators call it at every output point of a loop
-model; in Python (numpy's lstsq per iteration) it took three quarters of the crank-rocker's
-CPU.
+norm over the velocity coordinates. The implicit integrators call it after every step of a loop model
+(solvers/common.onto_manifold), the Stepper at every output point; in Python (numpy's lstsq
+per iteration) it took three quarters of the crank-rocker's CPU.
 
 The weighted least-norm step, the dz of least sum_c (dz_c / w_c)^2 with G dz = r (w_c = 0:
 coordinate c held), is dz = Wd X^T (X X^T)^-1 r with X = G Wd, Wd = diag(w), for rows G (the
@@ -12,20 +12,28 @@ squares of loops.py.
 
 Projecting each step's result onto the constraint manifold is the standard projection method
 (E. Hairer, C. Lubich, G. Wanner, Geometric Numerical Integration, 2nd ed., Springer 2006,
-Sec. IV.4, there in the Euclidean norm). Our weights are the position coordinates' scales
-(loops.projection_weights), the norm the integrators control the positions' error in, for the
-velocity correction too (one metric for both steps; the rates' own scales would make the stiff
-modes' rates the cheapest to change): the correction moves each coordinate in proportion to
-what its error is measured against. Measured on the
-crank-rocker (implicit, rtol 1e-6, a projection every 1 ms): in unit weights the corrections
-went into the coupler's modal coordinates, 20 times larger than in the joint angles relative
-to their scales; weighted, the two are alike (both about 1e-10 of the scales, far inside the
-tolerance). The implicit method rejected 214 of 1,460 steps instead of 263 of 1,530.
+Sec. IV.4, there in the Euclidean norm). Our weights (loops.projection_weights) are the
+position coordinates' scales, the norm the integrators control the positions' error in, for
+the joint coordinates, and for a modal coordinate its scale over sqrt(omega_k), omega_k its
+angular frequency [rad/s], for the velocity correction too (one metric for both steps). The
+correction then goes into the joints wherever they can close the loop, and into the stiff
+modes only for the rows the joints cannot move (a planar mechanism's out-of-plane rows).
+Measured on the crank-rocker (radau, rtol 1e-4, 0.5 s, a projection after every step):
+- weighted by their scales alone, the coupler's stiff interface modes took a share of each
+  correction, and the kick (their stiffness times it) stalled the Newton iterations of the
+  next steps: 61 rejected of 182 steps and 35 Jacobians, against 30 of 130 and 25 unprojected;
+- over sqrt(omega_k): 28 of 127 and 24 Jacobians;
+- over omega_k (the correction's cost its elastic energy): the same counts, but the Gram matrix
+  of the out-of-plane rows, which only the modes close, became so ill-conditioned (weights down
+  to 3e-7) that this projection and loops.py's SVD one differed by 1e-10, where over
+  sqrt(omega_k) they agree to 2e-15 (tests/test_loops.py).
+(Earlier, in unit weights, the corrections went into the modal coordinates 20 times more than
+into the joint angles relative to their scales.)
 """
 
 from numba import njit
 
-from .constraints import active_gram, loop_state
+from .constraints import active_gram, loop_rows
 from .dynamics import normalize_quaternions, qdot_of
 from .linalg import chol_factor_n, chol_solve_n
 from .settings import JIT, kernel
@@ -69,7 +77,7 @@ def least_norm(S, W, r, weight, out):
 
 @kernel
 def active_error(S, W):
-    """Largest |g| of the active rows [m or 1] (W.c_g from loop_state)."""
+    """Largest |g| of the active rows [m or 1] (W.c_g from loop_rows)."""
     err = 0.0
     for r in range(W.c_g.shape[0]):
         if S.cr_on[r] != 0:
@@ -79,7 +87,7 @@ def active_error(S, W):
 
 @kernel
 def largest_residual(W):
-    """Largest |g| of every row, the dropped ones included [m or 1] (W.c_g from loop_state;
+    """Largest |g| of every row, the dropped ones included [m or 1] (W.c_g from loop_rows;
     0 without rows)."""
     err = 0.0
     for r in range(W.c_g.shape[0]):
@@ -89,15 +97,21 @@ def largest_residual(W):
 
 @njit(**JIT)
 def project_loops(S, W, q, u, weight, tol, max_iter):
+    """onto_loops called from Python (loops.Loops.project, with a workspace of its own)."""
+    return onto_loops(S, W, q, u, weight, tol, max_iter)
+
+
+@kernel
+def onto_loops(S, W, q, u, weight, tol, max_iter):
     """(q, u) onto the active loop constraints: Newton on the positions, weighted least-norm
     steps (least_norm; weight: nv, 0 for a held coordinate), until the largest active residual is at
-    most tol [m or 1]; then u <- the nearest u (the same norm) with G u = 0.
-    W: a workspace of its own (loops.Loops). Returns (PROJECTED, NOT_CONVERGED after max_iter
-    Newton steps, or RANK_LOST; the largest residual of every row, dropped ones included, at
-    the final q). Quaternions are renormalised after each step."""
+    most tol [m or 1]; then u <- the nearest u (the same norm) with G u = 0. W: any workspace
+    (its W.xq, W.xud and constraint arrays are scratch here). Returns (PROJECTED,
+    NOT_CONVERGED after max_iter Newton steps, or RANK_LOST; the largest residual of every row,
+    dropped ones included, at the final q). Quaternions are renormalised after each step."""
     du, qd = W.xud, W.xq
     for it in range(max_iter + 1):
-        loop_state(S, W, q, u)
+        loop_rows(S, W, q, u)
         if active_error(S, W) <= tol:
             break
         if it == max_iter:

@@ -40,7 +40,8 @@ from numba import njit
 
 from ..kernels.linalg import lu_factor, lu_solve
 from ..kernels.settings import JIT, kernel
-from .common import OK, SINGULAR, STEP_TOO_SMALL, check_state, error_norm, jacobian_columns, project, rhs_status
+from .common import OK, SINGULAR, STEP_TOO_SMALL, check_state, error_norm, jacobian_columns, onto_manifold, project, \
+    rhs_status
 
 # ROS34PW2 as given by Rang & Angermann (2005): alpha (stage abscissae weights),
 # Gamma (lower triangular, diagonal gamma), b (order 3) and bhat (embedded order 2)
@@ -79,12 +80,13 @@ JAC_OK, LU_OK, N_JAC, N_LU = 0, 1, 2, 3
 
 @njit(**JIT)
 def ros_advance(S, W, t, x, t_end, h, h_max, h_min, rtol, atol, scale, jac_move, jac_drift, inputs, K, Jac, LU,
-                piv, xs, err, memo, hf, T, X, P):
+                piv, xs, err, memo, hf, T, X, P, weight):
     """Integrate x from t to t_end (landing exactly) with adaptive ROS34PW2 steps.
 
     T (increasing, in [t, t_end]) and X (T.size x nx): sample times [s] and their states, filled
     as the steps pass them (_hermite), so that the steps need not land on them; empty T: none.
     P (2 x nx): the start state and rate of the last accepted step, for the interpolation.
+    weight: the loop projection's weights (common.onto_manifold; empty without loops).
 
     K (7 x nx): stages U_0..U_3, f(t, x), a right-hand-side scratch, and the pose of the
     Jacobian: the state where it was taken or last confirmed (_still_valid), kept between calls;
@@ -101,14 +103,14 @@ def ros_advance(S, W, t, x, t_end, h, h_max, h_min, rtol, atol, scale, jac_move,
     """
     W.rates_only[0] = 1.0   # its right-hand sides are read for their rates only (explicit.py)
     out = _ros(S, W, t, x, t_end, h, h_max, h_min, rtol, atol, scale, jac_move, jac_drift, inputs, K, Jac, LU,
-               piv, xs, err, memo, hf, T, X, P)
+               piv, xs, err, memo, hf, T, X, P, weight)
     W.rates_only[0] = 0.0
     return out
 
 
 @kernel
 def _ros(S, W, t, x, t_end, h, h_max, h_min, rtol, atol, scale, jac_move, jac_drift, inputs, K, Jac, LU, piv, xs,
-         err, memo, hf, T, X, P):
+         err, memo, hf, T, X, P, weight):
     """ros_advance's steps."""
     nsteps = 0
     nrej = 0
@@ -143,7 +145,7 @@ def _ros(S, W, t, x, t_end, h, h_max, h_min, rtol, atol, scale, jac_move, jac_dr
                     P[1, i] = f0[i]
             for i in range(x.size):
                 x[i] = xs[i]
-            project(S, x)
+            onto_manifold(S, W, x, weight, xs)
             st = check_state(S, x)
             if st != OK:
                 return st, h, nsteps, nrej, filled

@@ -27,8 +27,8 @@ from numba import njit
 
 from ..kernels.linalg import lu_factor, lu_solve
 from ..kernels.settings import JIT, kernel
-from .common import NEWTON_FAILED, OK, SINGULAR, STEP_TOO_SMALL, check_state, error_norm, jacobian_columns, project, \
-    rhs_status
+from .common import NEWTON_FAILED, OK, SINGULAR, STEP_TOO_SMALL, check_state, error_norm, jacobian_columns, \
+    onto_manifold, project, rhs_status
 
 _S6 = np.sqrt(6.0)
 # the Butcher matrix and nodes of Radau IIA order 5 (Hairer & Wanner II, Table IV.5.6)
@@ -78,7 +78,7 @@ H_OLD, ETA, H_ACC, ERR_ACC = 0, 1, 2, 3
 
 @njit(**JIT)
 def radau_advance(S, W, t, x, t_end, h, h_max, h_min, rtol, atol, scale, inputs, R, K, Jac, LU, piv, LU2, piv2,
-                  cv, memo, hf, ctl, T, X):
+                  cv, memo, hf, ctl, T, X, weight):
     """Integrate x from t to t_end (landing exactly) with adaptive Radau IIA steps.
 
     T (increasing, in [t, t_end]) and X (T.size x nx): sample times [s] and their states, filled
@@ -89,17 +89,18 @@ def radau_advance(S, W, t, x, t_end, h, h_max, h_min, rtol, atol, scale, inputs,
     stage rates in rows 0-2). Jac, LU (nx x nx), piv, and LU2 (complex nx x nx), piv2, memo
     (Jacobian / LU valid, their counts) and hf (the step of the factors [s]) persist between
     calls; cv (complex nx) scratch. scale: state scales of the difference increments.
+    weight: the loop projection's weights (common.onto_manifold; empty without loops).
     Returns (status, h_next, nsteps, nrejected, samples filled)."""
     W.rates_only[0] = 1.0   # its right-hand sides are read for their rates only (explicit.py)
     out = _radau(S, W, t, x, t_end, h, h_max, h_min, rtol, atol, scale, inputs, R, K, Jac, LU, piv, LU2, piv2, cv,
-                 memo, hf, ctl, T, X)
+                 memo, hf, ctl, T, X, weight)
     W.rates_only[0] = 0.0
     return out
 
 
 @kernel
 def _radau(S, W, t, x, t_end, h, h_max, h_min, rtol, atol, scale, inputs, R, K, Jac, LU, piv, LU2, piv2, cv, memo,
-           hf, ctl, T, X):
+           hf, ctl, T, X, weight):
     """radau_advance's steps."""
     nx = x.size
     f0 = R[9]
@@ -179,7 +180,7 @@ def _radau(S, W, t, x, t_end, h, h_max, h_min, rtol, atol, scale, inputs, R, K, 
                 for s in range(3):
                     R[6 + s, i] = R[3 + s, i]
                 x[i] = xs[i]
-            project(S, x)
+            onto_manifold(S, W, x, weight, xs)
             st = check_state(S, x)
             if st != OK:
                 return st, h, nsteps, nrej, filled

@@ -208,6 +208,7 @@ class Stepper:
         self.nrejected = 0
         self.nrhs = 0   # dopri5: right-hand sides evaluated
         self.loops = None
+        self.loop_weight = np.zeros(0)   # the loop projection's weights (empty: no loops)
         if system.model.loops.cuts:
             self.loops = Loops(system.arrays, system.ref, system.arrays.cr_on.astype(bool))
             self.loop_weight = projection_weights(system.arrays, free_columns(system.arrays, system.joint_u, ()),
@@ -443,21 +444,22 @@ class Stepper:
             status, self.h, n, r, filled = radau_advance(
                 self.system.ref, self.W, t, x, t_end, self.h, st.max_step, least_step(t_end), st.rtol, self.atol,
                 self.scale, inputs, self.R, self.K, self.Jac, self.LU, self.piv, self.LU2, self.piv2, self.cv,
-                self.memo, self.hf, self.rctl, T, X)
+                self.memo, self.hf, self.rctl, T, X, self.loop_weight)
         else:
             status, self.h, n, r, filled = ros_advance(
                 self.system.ref, self.W, t, x, t_end, self.h, st.max_step, least_step(t_end), st.rtol,
                 self.atol, self.scale, self.jac_move, self.jac_drift, inputs, self.K, self.Jac, self.LU, self.piv,
-                self.xs, self.err, self.memo, self.hf, T, X, self.P)
+                self.xs, self.err, self.memo, self.hf, T, X, self.P, self.loop_weight)
         self.nsteps += n
         self.nrejected += r
         return status, filled
 
     @property
     def samples_at_once(self) -> bool:
-        """advance_samples serves this run: RK4, or the implicit or radau method that interpolates, on a
-        model without loops (their projection runs here, in Python, after every call)."""
-        return (self.code == RK4 or self.interpolate) and self.loops is None
+        """advance_samples serves this run: RK4 on a model without loops (their projection runs
+        here, in Python, after every call), or the implicit or radau method that interpolates
+        (they project each step onto the loops themselves: common.onto_manifold)."""
+        return self.code == RK4 and self.loops is None or self.interpolate
 
     def advance_samples(self, t: np.ndarray, X: np.ndarray, inputs: np.ndarray,
                         done: Callable[[int], object] | None = None) -> tuple[int, SolverError | None]:
@@ -470,8 +472,9 @@ class Stepper:
         a block's samples (a progress bar). RK4 lands on every sample; the implicit method with
         `interpolate` steps past them (up to max_step) and interpolates them (implicit._hermite, radau._samples):
         landing on 10 ms samples held the 3-frame spin-up beam at 2,002 steps where its
-        tolerance allows 50 ms steps (403). Returns the samples filled and, when the run failed after them, the
-        SolverError."""
+        tolerance allows 50 ms steps (403). With closed loops the samples, interpolated between
+        projected steps, are projected here too (_close_loops). Returns the samples filled and,
+        when the run failed after them, the SolverError."""
         rk4 = self.code == RK4
         if rk4 and self.stability_bound is None:
             self.stability_bound = self.check_stability(t[0], X[0], inputs)
@@ -479,6 +482,8 @@ class Stepper:
         per_sample = max(1.0, (t[-1] - t[0]) / max(1, t.size - 1) / step)
         block = max(1, int((SAMPLE_BLOCK if rk4 else IMPLICIT_BLOCK) / per_sample))
         x = X[0].copy()
+        if self.loops is not None:
+            self._onto_loops(t[0], x, inputs)
         for start in range(0, t.size - 1, block):
             end = min(start + block, t.size - 1)
             if rk4:
@@ -488,8 +493,18 @@ class Stepper:
             else:
                 status, filled = self._implicit(t[start], x, t[end], inputs, t[start + 1:end + 1], X[start + 1:end + 1])
                 filled += 1   # X[start] was good before the call
+            good = end + 1 if status == OK else start + filled
+            if self.loops is not None:
+                # the samples, interpolated between projected steps, onto the loops too; the
+                # integrator goes on from the last one (the Python projection's fallback included)
+                for k in range(start + 1, good):
+                    try:
+                        self._close_loops(t[k], X[k])
+                    except SolverError as err:
+                        return k, err
+                x[:] = X[good - 1]
             if status != OK:
-                return start + filled, self._failure(status, t[min(start + filled, t.size - 1)])
+                return good, self._failure(status, t[min(good, t.size - 1)])
             if done is not None:
                 done(end - start)
         return t.size, None
@@ -499,6 +514,19 @@ class Stepper:
         likely cause (for RK4 with the step against its stability bound)."""
         rk4 = (self.settings.step, self.stability_bound, self.stability_hz) if self.code == RK4 else None
         return SolverError(status, t_end, likely_cause(self.system, status, rk4))
+
+    def _close_loops(self, t_end: float, x: np.ndarray) -> None:
+        """The output x at t_end [s] onto the loop constraints, positions then velocities (the
+        index-1 equations drift off g = 0, and the implicit methods' samples lie between
+        projected steps), the prescribed coordinates held at their integrated values (an `input`
+        profile's next q_ref is where they are now, not its held one). Raises SolverError
+        (LOOP_OPEN) when a row stays open: the largest residual of every row, the dropped ones
+        too, is checked, since past a bifurcation a redundant row can become independent."""
+        q, u = x[:self.system.nq], x[self.system.nq:self.system.nq + self.system.nv]
+        residual = self.loops.project(q, u, self.loop_weight)
+        if residual > 1e3 * LOOP_TOL:
+            self.t_i = None   # no call continues from a run whose loop opened
+            raise SolverError(LOOP_OPEN, t_end, f" (largest constraint residual {residual:.3g})")
 
     def advance(self, t: float, x: np.ndarray, t_end: float, inputs: np.ndarray) -> None:
         """Integrate x in place from t to t_end [s] with constant inputs. Raises SolverError;
@@ -520,13 +548,7 @@ class Stepper:
         if status != OK:
             raise self._failure(status, t_end)
         if self.loops is not None:
-            # the index-1 equations drift off g = 0: project positions, then velocities
-            q, u = x[:self.system.nq], x[self.system.nq:self.system.nq + self.system.nv]
-            # the dropped rows too: past a bifurcation a redundant row can become independent
-            residual = self.loops.project(q, u, self.loop_weight)
-            if residual > 1e3 * LOOP_TOL:
-                self.t_i = None   # no call continues from a run whose loop opened
-                raise SolverError(LOOP_OPEN, t_end, f" (largest constraint residual {residual:.3g})")
+            self._close_loops(t_end, x)
             if self.dense:
                 self._project_own(t_before, continues)
         if self.dense:
