@@ -99,23 +99,31 @@ def test_implicit_renews_its_jacobian_where_the_model_changes_and_only_there():
 # ------------------------------------------------------------------ stiff joint
 
 STIFF = dict(inertia=0.01, stiffness=100.0, damping=100.0)   # eigenvalues -1.01 and -9999 1/s
+T_STIFF = 2.0   # its run [s]
 
 
-def test_implicit_steps_at_the_accuracy_limit_on_a_stiff_joint():
+@pytest.fixture(scope="module")
+def stiff_runs() -> dict:
+    """The overdamped stiff joint over T_STIFF at rtol 1e-6 under dopri5, implicit and radau, each
+    method's error against the exact solution checked (< 1e-6 rad): run once for the tests
+    that compare them."""
+    model = compile_model(joint_oscillator(**STIFF))
+    runs = {m: simulate(model, T_STIFF, method=m, rtol=1e-6) for m in ("dopri5", "implicit", "radau")}
+    for m, r in runs.items():
+        err = np.abs(r["j.q"] - exact_oscillator(r.time, **STIFF)).max()
+        assert err < 1e-6, (m, err)
+    return runs
+
+
+def test_implicit_steps_at_the_accuracy_limit_on_a_stiff_joint(stiff_runs):
     """Overdamped stiff joint: the fast eigenvalue (-1e4 1/s) forces dopri5 to steps of
     about 3.3/1e4 s for stability long after its transient decayed; the L-stable implicit
     method follows the slow mode (-1 1/s). Both meet 1e-6 rad against the exact solution; the
     implicit one takes far fewer steps, evaluates one Jacobian (the problem is linear) and
     keeps its LU factors over most steps."""
-    model = joint_oscillator(**STIFF)
-    T = 2.0
-    runs = {m: simulate(model, T, method=m, rtol=1e-6) for m in ("dopri5", "implicit")}
-    for m, r in runs.items():
-        err = np.abs(r["j.q"] - exact_oscillator(r.time, **STIFF)).max()
-        assert err < 1e-6, (m, err)
-    ri, rd = runs["implicit"], runs["dopri5"]
+    ri, rd = stiff_runs["implicit"], stiff_runs["dopri5"]
     # dopri5's stability bound alone needs T * 1e4 / 3.3 steps
-    assert rd.stats["steps"] > 0.8 * T * 9999 / 3.31
+    assert rd.stats["steps"] > 0.8 * T_STIFF * 9999 / 3.31
     assert ri.stats["steps"] * 10 < rd.stats["steps"]
     # renewed only as the joint travels (1 rad in steps of Stepper.jac_move = 0.05 rad)
     assert ri.stats["jacobians"] <= 1 + 1.0 / 0.05
@@ -141,16 +149,11 @@ def test_radau_coefficients_are_those_of_radau_iia_order_5():
     np.testing.assert_allclose(radau.DD, [-(13 + 7 * s6) / 3, (-13 + 7 * s6) / 3, -1 / 3], rtol=1e-12)
 
 
-def test_radau_steps_at_the_accuracy_limit_on_a_stiff_joint():
+def test_radau_steps_at_the_accuracy_limit_on_a_stiff_joint(stiff_runs):
     """The overdamped stiff joint (eigenvalues -1.01 and -9999 1/s): Radau IIA, L-stable, meets
     1e-6 rad against the exact solution in a small fraction of dopri5's steps, on one Jacobian
     (the problem is linear: its Newton iterations converge with it)."""
-    model = joint_oscillator(**STIFF)
-    T = 2.0
-    runs = {m: simulate(model, T, method=m, rtol=1e-6) for m in ("dopri5", "radau")}
-    for m, r in runs.items():
-        err = np.abs(r["j.q"] - exact_oscillator(r.time, **STIFF)).max()
-        assert err < 1e-6, (m, err)
+    runs = stiff_runs
     assert runs["radau"].stats["steps"] * 20 < runs["dopri5"].stats["steps"]
     assert runs["radau"].stats["jacobians"] == 1
 

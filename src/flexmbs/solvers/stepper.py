@@ -186,9 +186,9 @@ class Stepper:
         self.memo = np.zeros(4, dtype=np.int64)   # implicit: Jacobian/LU valid, their counts
         self.hf = np.zeros(1)
         self.P = np.zeros((2, nx))   # implicit: the last step's start state and rate (its samples)
-        # radau: its stage increments, last step's, f(t, x) and start state (radau_advance), the
-        # complex factors, and its controller's memory (radau.H_OLD ... ERR_ACC)
-        # complex factors (radau only: empty for the other methods)
+        # radau only (empty for the other methods): its stage increments, last step's, f(t, x)
+        # and start state (radau_advance), the complex factors, and its controller's memory
+        # (radau.H_OLD ... ERR_ACC)
         nr = nx if self.code == RADAU else 0
         self.R = np.zeros((11, nr))
         self.LU2 = np.zeros((nr, nr), dtype=np.complex128)
