@@ -195,6 +195,27 @@ def test_radau_steps_past_the_crank_rockers_samples_on_its_loop():
 
 
 @pytest.mark.parametrize("method", ["implicit", "radau"])
+def test_the_kernel_projects_the_samples_it_interpolates_onto_the_loop(method, monkeypatch):
+    """Stepping past the crank-rocker's samples, the implicit methods project each interpolated
+    sample onto the loop in their kernel (common.onto_sample): its positions and velocities
+    satisfy the constraints, and the Stepper's own projection (a Python call per sample, a
+    tenth of the run) is called for none of them."""
+    system = compile_model(flexmbs.load_model("he_crank_rocker"))
+    run = dict(inputs={"crank.tau": 1.0}, method=method, rtol=1e-4, max_step=0.02, interpolate=True)
+    simulate(system, 0.01, **run)   # its preparation (warmup.prepare) projects a landed call's output
+    calls = []
+    close = Stepper._close_loops
+    monkeypatch.setattr(Stepper, "_close_loops", lambda self, t, x: (calls.append(t), close(self, t, x))[1])
+    r = simulate(system, 0.3, **run)
+    assert r.stats["steps"] * 3 < r.time.size and calls == []
+    loops = Stepper(system, Settings(method=method)).loops
+    nq, nv = system.nq, system.nv
+    for x in r.states:
+        g, G = loops.eval(x[:nq], x[nq:nq + nv])
+        assert np.abs(g).max() < 1e-10 and np.abs(G @ x[nq:nq + nv]).max() < 1e-9
+
+
+@pytest.mark.parametrize("method", ["implicit", "radau"])
 def test_implicit_methods_keep_their_own_state_on_the_loop(method):
     """The implicit methods project each step onto the loop constraints in their kernel
     (common.onto_manifold), so one call over 2 s of the crank-rocker spinning up ends on them

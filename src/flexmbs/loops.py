@@ -14,6 +14,9 @@ import numpy as np
 TOL = 1e-11
 # Newton iterations of a position projection
 MAX_ITER = 30
+# the largest residual of any row [m or 1], the dropped ones included, past which a projected
+# loop counts as open (a dead point, or past a bifurcation a redundant row become independent)
+OPEN = 1e3 * TOL
 
 
 class Loops:

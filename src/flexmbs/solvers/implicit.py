@@ -40,8 +40,8 @@ from numba import njit
 
 from ..kernels.linalg import lu_factor, lu_solve
 from ..kernels.settings import JIT, kernel
-from .common import OK, SINGULAR, STEP_TOO_SMALL, check_state, error_norm, jacobian_columns, onto_manifold, project, \
-    rhs_status
+from .common import OK, SINGULAR, STEP_TOO_SMALL, check_state, error_norm, jacobian_columns, onto_manifold, \
+    onto_sample, rhs_status
 
 # ROS34PW2 as given by Rang & Angermann (2005): alpha (stage abscissae weights),
 # Gamma (lower triangular, diagonal gamma), b (order 3) and bhat (embedded order 2)
@@ -80,13 +80,15 @@ JAC_OK, LU_OK, N_JAC, N_LU = 0, 1, 2, 3
 
 @njit(**JIT)
 def ros_advance(S, W, t, x, t_end, h, h_max, h_min, rtol, atol, scale, jac_move, jac_drift, inputs, K, Jac, LU,
-                piv, xs, err, memo, hf, T, X, P, weight):
+                piv, xs, err, memo, hf, T, X, P, weight, opened):
     """Integrate x from t to t_end (landing exactly) with adaptive ROS34PW2 steps.
 
     T (increasing, in [t, t_end]) and X (T.size x nx): sample times [s] and their states, filled
     as the steps pass them (_hermite), so that the steps need not land on them; empty T: none.
     P (2 x nx): the start state and rate of the last accepted step, for the interpolation.
-    weight: the loop projection's weights (common.onto_manifold; empty without loops).
+    weight: the loop projection's weights (common.onto_manifold; empty without loops); each
+    step and each sample is projected with them, and opened (1) counts the samples that could
+    not be (common.onto_sample).
 
     K (7 x nx): stages U_0..U_3, f(t, x), a right-hand-side scratch, and the pose of the
     Jacobian: the state where it was taken or last confirmed (_still_valid), kept between calls;
@@ -103,14 +105,14 @@ def ros_advance(S, W, t, x, t_end, h, h_max, h_min, rtol, atol, scale, jac_move,
     """
     W.rates_only[0] = 1.0   # its right-hand sides are read for their rates only (explicit.py)
     out = _ros(S, W, t, x, t_end, h, h_max, h_min, rtol, atol, scale, jac_move, jac_drift, inputs, K, Jac, LU,
-               piv, xs, err, memo, hf, T, X, P, weight)
+               piv, xs, err, memo, hf, T, X, P, weight, opened)
     W.rates_only[0] = 0.0
     return out
 
 
 @kernel
 def _ros(S, W, t, x, t_end, h, h_max, h_min, rtol, atol, scale, jac_move, jac_drift, inputs, K, Jac, LU, piv, xs,
-         err, memo, hf, T, X, P, weight):
+         err, memo, hf, T, X, P, weight, opened):
     """ros_advance's steps."""
     nsteps = 0
     nrej = 0
@@ -118,7 +120,7 @@ def _ros(S, W, t, x, t_end, h, h_max, h_min, rtol, atol, scale, jac_move, jac_dr
     have_f0 = False
     fresh = False  # the Jacobian was taken at the current x
     nfail = 0      # consecutive rejections
-    filled = _hermite(S, T, X, 0, t, t, P, x, f0)   # samples at t itself
+    filled = _hermite(S, W, T, X, 0, t, t, P, x, f0, weight, err, opened)   # samples at t itself
     while t < t_end - 1e-12 * max(1.0, abs(t_end)):
         h_want = min(h, h_max)
         h = min(h_want, t_end - t)
@@ -156,7 +158,7 @@ def _ros(S, W, t, x, t_end, h, h_max, h_min, rtol, atol, scale, jac_move, jac_dr
                 if st != OK:
                     return st, h, nsteps, nrej, filled
                 have_f0 = True
-            filled = _hermite(S, T, X, filled, t0, t, P, x, f0)
+            filled = _hermite(S, W, T, X, filled, t0, t, P, x, f0, weight, err, opened)
             fresh = False
             nsteps += 1
             # no growth right after a rejection (avoids reject/accept cycles)
@@ -181,12 +183,14 @@ def _ros(S, W, t, x, t_end, h, h_max, h_min, rtol, atol, scale, jac_move, jac_dr
 
 
 @kernel
-def _hermite(S, T, X, k, t0, t1, P, x1, f1):
+def _hermite(S, W, T, X, k, t0, t1, P, x1, f1, weight, scratch, opened):
     """X[k], X[k+1], ... at the sample times T[k], ... up to t1 [s], from the step of t0 to t1
     (start state and rate P[0], P[1], end state x1 and rate f1): cubic Hermite interpolation,
     of the method's order 3 (its error, at most h^4 max|x^(4)| / 384, is of the size of the
-    local error the step was accepted with), quaternions normalised; a sample at t1 is x1
-    exactly. Returns the index of the first sample past t1."""
+    local error the step was accepted with), onto the manifold (common.onto_sample: weight,
+    scratch (nx), opened); a sample at t1 is x1, projected again (where the step's projection
+    failed, x1 is the step's result, which this one then counts). Returns the index of the first
+    sample past t1."""
     h = t1 - t0
     while k < T.size and T[k] <= t1 + 1e-12 * max(1.0, abs(t1)):
         s = (T[k] - t0) / h if h > 0.0 else 1.0
@@ -200,7 +204,7 @@ def _hermite(S, T, X, k, t0, t1, P, x1, f1):
             b1 = s * s * (s - 1.0) * h
             for i in range(x1.size):
                 X[k, i] = a0 * P[0, i] + b0 * P[1, i] + a1 * x1[i] + b1 * f1[i]
-            project(S, X[k])
+        onto_sample(S, W, X[k], weight, scratch, opened)
         k += 1
     return k
 

@@ -18,7 +18,8 @@ tolerance, this one reaches it with few: He's crank-rocker with interface modes 
 kept while the Newton iterations converge with it: the collocation equations are solved to the
 tolerance whatever J is, and J shapes only the iterations' rate and the error estimate's filter.
 It is renewed when an iteration diverges or contracts slower than THETA_JAC, and after two
-rejections in a row. The factors of the two systems (g/h I - J and (a + i b)/h I - J) are kept
+rejections in a row; iterations that fail with a stale J go on with the renewed one from
+where they got to (on the crank-rocker such failures are about one trial in six). The factors of the two systems (g/h I - J and (a + i b)/h I - J) are kept
 while the step stays within HOLD of theirs.
 """
 
@@ -28,7 +29,7 @@ from numba import njit
 from ..kernels.linalg import lu_factor, lu_solve
 from ..kernels.settings import JIT, kernel
 from .common import NEWTON_FAILED, OK, SINGULAR, STEP_TOO_SMALL, check_state, error_norm, jacobian_columns, \
-    onto_manifold, project, rhs_status
+    onto_manifold, onto_sample, rhs_status
 
 _S6 = np.sqrt(6.0)
 # the Butcher matrix and nodes of Radau IIA order 5 (Hairer & Wanner II, Table IV.5.6)
@@ -78,7 +79,7 @@ H_OLD, ETA, H_ACC, ERR_ACC = 0, 1, 2, 3
 
 @njit(**JIT)
 def radau_advance(S, W, t, x, t_end, h, h_max, h_min, rtol, atol, scale, inputs, R, K, Jac, LU, piv, LU2, piv2,
-                  cv, memo, hf, ctl, T, X, weight):
+                  cv, memo, hf, ctl, T, X, weight, opened):
     """Integrate x from t to t_end (landing exactly) with adaptive Radau IIA steps.
 
     T (increasing, in [t, t_end]) and X (T.size x nx): sample times [s] and their states, filled
@@ -89,18 +90,19 @@ def radau_advance(S, W, t, x, t_end, h, h_max, h_min, rtol, atol, scale, inputs,
     stage rates in rows 0-2). Jac, LU (nx x nx), piv, and LU2 (complex nx x nx), piv2, memo
     (Jacobian / LU valid, their counts) and hf (the step of the factors [s]) persist between
     calls; cv (complex nx) scratch. scale: state scales of the difference increments.
-    weight: the loop projection's weights (common.onto_manifold; empty without loops).
-    Returns (status, h_next, nsteps, nrejected, samples filled)."""
+    weight: the loop projection's weights (common.onto_manifold; empty without loops); each
+    step and each sample is projected with them, and opened (1) counts the samples that could
+    not be (common.onto_sample). Returns (status, h_next, nsteps, nrejected, samples filled)."""
     W.rates_only[0] = 1.0   # its right-hand sides are read for their rates only (explicit.py)
     out = _radau(S, W, t, x, t_end, h, h_max, h_min, rtol, atol, scale, inputs, R, K, Jac, LU, piv, LU2, piv2, cv,
-                 memo, hf, ctl, T, X, weight)
+                 memo, hf, ctl, T, X, weight, opened)
     W.rates_only[0] = 0.0
     return out
 
 
 @kernel
 def _radau(S, W, t, x, t_end, h, h_max, h_min, rtol, atol, scale, inputs, R, K, Jac, LU, piv, LU2, piv2, cv, memo,
-           hf, ctl, T, X, weight):
+           hf, ctl, T, X, weight, opened):
     """radau_advance's steps."""
     nx = x.size
     f0 = R[9]
@@ -110,6 +112,7 @@ def _radau(S, W, t, x, t_end, h, h_max, h_min, rtol, atol, scale, inputs, R, K, 
     nrej = 0
     have_f0 = False
     fresh = False     # the Jacobian was taken at the current x
+    resume = False    # the next try goes on from the stages a stale Jacobian's iterations left
     reject = False    # the last trial was rejected
     nfail = 0         # ... and how many in a row
     fnewt = max(10.0 * 2.2e-16 / rtol, KAPPA)
@@ -146,7 +149,9 @@ def _radau(S, W, t, x, t_end, h, h_max, h_min, rtol, atol, scale, inputs, R, K, 
             if h < h_min:
                 return st, h, nsteps, nrej, filled
             continue
-        _start(R, h, ctl)
+        if not resume:
+            _start(R, h, ctl)
+        resume = False
         st, newt, theta = _newton(S, W, t, x, h, inputs, R, K, LU, piv, LU2, piv2, cv, atol, rtol, ctl, fnewt)
         if newt < 0:
             # no convergence: a Jacobian from an earlier state is renewed first, a fresh one halves the step
@@ -157,6 +162,8 @@ def _radau(S, W, t, x, t_end, h, h_max, h_min, rtol, atol, scale, inputs, R, K, 
                 h *= 0.5
             else:
                 memo[JAC_OK] = 0
+                # the same step again: from where the iterations got to, unless they diverged
+                resume = 0.0 < theta < 0.99
             if h < h_min:
                 return (NEWTON_FAILED if st == OK else st), h, nsteps, nrej, filled
             continue
@@ -185,7 +192,7 @@ def _radau(S, W, t, x, t_end, h, h_max, h_min, rtol, atol, scale, inputs, R, K, 
             if st != OK:
                 return st, h, nsteps, nrej, filled
             have_f0 = False
-            filled = _samples(S, T, X, filled, t0, t, R)
+            filled = _samples(S, W, T, X, filled, t0, t, R, weight, K[5], opened)
             nsteps += 1
             fresh = False
             if theta > THETA_JAC:
@@ -364,11 +371,11 @@ def _error(S, W, t, x, h, inputs, R, K, LU, piv, atol, rtol, again):
 
 
 @kernel
-def _samples(S, T, X, k, t0, t1, R):
+def _samples(S, W, T, X, k, t0, t1, R, weight, scratch, opened):
     """X[k], X[k+1], ... at the sample times T[k], ... up to t1 [s] from the step of t0 to t1
     (its start state R[10], its stage increments R[6:9]): the collocation polynomial (order 3
-    inside the step, exact at its end), quaternions normalised. Returns the index of the first
-    sample past t1."""
+    inside the step, exact at its end), onto the manifold (common.onto_sample: weight, scratch
+    (nx), opened). Returns the index of the first sample past t1."""
     h = t1 - t0
     while k < T.size and T[k] <= t1 + 1e-12 * max(1.0, abs(t1)):
         s = min((T[k] - t0) / h, 1.0) if h > 0.0 else 1.0
@@ -377,6 +384,6 @@ def _samples(S, T, X, k, t0, t1, R):
         l3 = _lagrange(s, 3)
         for i in range(X.shape[1]):
             X[k, i] = R[10, i] + l1 * R[6, i] + l2 * R[7, i] + l3 * R[8, i]
-        project(S, X[k])
+        onto_sample(S, W, X[k], weight, scratch, opened)
         k += 1
     return k

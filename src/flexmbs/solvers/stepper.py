@@ -11,13 +11,13 @@ from typing import Callable
 import numpy as np
 
 from ..arguments import number, tolerances
-from ..loops import TOL as LOOP_TOL
+from ..loops import OPEN as LOOP_OPEN_RESIDUAL
 from ..loops import Loops, free_columns, projection_weights
 from ..model.elements import METHODS
 from ..system import System, state_scales
 from ..kernels.entry import apply_prescribed
-from .common import (DIVERGED, DOPRI5, IMPLICIT, LOOP_OPEN, MESSAGES, NOT_FINITE, OK, RADAU, RK4, STEP_TOO_SMALL, f_eval,
-                     jacobian_fd)
+from .common import (DIVERGED, DOPRI5, IMPLICIT, LOOP_OPEN, MESSAGES, NEWTON_FAILED, NOT_FINITE, OK, RADAU, RK4, SINGULAR,
+                     STEP_TOO_SMALL, f_eval, jacobian_fd)
 from .explicit import ERR_FLOOR, dopri5_advance, rk4_advance, rk4_samples
 from .implicit import JAC_DRIFT, JAC_MOVE, N_JAC, N_LU, ros_advance
 from .radau import radau_advance
@@ -58,6 +58,12 @@ def likely_cause(system: System, status: int, rk4: tuple[float, float | None, fl
                 "this)")
     return ""
 
+
+# a loop's rows in use have lost rank (a singular pose) where their Jacobian's smallest singular
+# value is below this fraction of its largest (the Bricard linkage at its bifurcation: 2e-8; the
+# shipped loop models over their first second: 5e-3, the crank-rocker's out-of-plane rows that
+# its coupler's modes close, to 0.3)
+RANK_LOST = 1e-6
 
 # relative difference [1] up to which a call's start time is the last call's end (the FMU's
 # check of a host's step time, flexmbs_fmu.base.check_step, allows the same)
@@ -185,6 +191,7 @@ class Stepper:
         self.piv = np.zeros(nx, dtype=np.int64)
         self.memo = np.zeros(4, dtype=np.int64)   # implicit: Jacobian/LU valid, their counts
         self.hf = np.zeros(1)
+        self.opened = np.zeros(1, dtype=np.int64)   # implicit, radau: samples they left off the loops
         self.P = np.zeros((2, nx))   # implicit: the last step's start state and rate (its samples)
         # radau only (empty for the other methods): its stage increments, last step's, f(t, x)
         # and start state (radau_advance), the complex factors, and its controller's memory
@@ -444,12 +451,12 @@ class Stepper:
             status, self.h, n, r, filled = radau_advance(
                 self.system.ref, self.W, t, x, t_end, self.h, st.max_step, least_step(t_end), st.rtol, self.atol,
                 self.scale, inputs, self.R, self.K, self.Jac, self.LU, self.piv, self.LU2, self.piv2, self.cv,
-                self.memo, self.hf, self.rctl, T, X, self.loop_weight)
+                self.memo, self.hf, self.rctl, T, X, self.loop_weight, self.opened)
         else:
             status, self.h, n, r, filled = ros_advance(
                 self.system.ref, self.W, t, x, t_end, self.h, st.max_step, least_step(t_end), st.rtol,
                 self.atol, self.scale, self.jac_move, self.jac_drift, inputs, self.K, self.Jac, self.LU, self.piv,
-                self.xs, self.err, self.memo, self.hf, T, X, self.P, self.loop_weight)
+                self.xs, self.err, self.memo, self.hf, T, X, self.P, self.loop_weight, self.opened)
         self.nsteps += n
         self.nrejected += r
         return status, filled
@@ -473,7 +480,8 @@ class Stepper:
         `interpolate` steps past them (up to max_step) and interpolates them (implicit._hermite, radau._samples):
         landing on 10 ms samples held the 3-frame spin-up beam at 2,002 steps where its
         tolerance allows 50 ms steps (403). With closed loops the samples, interpolated between
-        projected steps, are projected here too (_close_loops). Returns the samples filled and,
+        projected steps, are projected too, in the kernel (common.onto_sample), and here where it
+        could not (_close_loops). Returns the samples filled and,
         when the run failed after them, the SolverError."""
         rk4 = self.code == RK4
         if rk4 and self.stability_bound is None:
@@ -486,6 +494,7 @@ class Stepper:
             self._onto_loops(t[0], x, inputs)
         for start in range(0, t.size - 1, block):
             end = min(start + block, t.size - 1)
+            opened = int(self.opened[0])
             if rk4:
                 status, filled, n = rk4_samples(self.system.ref, self.W, t[start:end + 1], X[start:end + 1],
                                                 self.settings.step, inputs, self.K, self.xs, self.err)
@@ -494,26 +503,47 @@ class Stepper:
                 status, filled = self._implicit(t[start], x, t[end], inputs, t[start + 1:end + 1], X[start + 1:end + 1])
                 filled += 1   # X[start] was good before the call
             good = end + 1 if status == OK else start + filled
+            failure = None if status == OK else self._failure(status, t[min(good, t.size - 1)], x)
             if self.loops is not None:
-                # the samples, interpolated between projected steps, onto the loops too; the
-                # integrator goes on from the last one (the Python projection's fallback included)
-                for k in range(start + 1, good):
-                    try:
-                        self._close_loops(t[k], X[k])
-                    except SolverError as err:
-                        return k, err
-                x[:] = X[good - 1]
-            if status != OK:
-                return good, self._failure(status, t[min(good, t.size - 1)])
+                if self.opened[0] != opened:
+                    # samples the kernel could not project: here, with the fallback, or the run ends open
+                    for k in range(start + 1, good):
+                        try:
+                            self._close_loops(t[k], X[k])
+                        except SolverError as err:
+                            return k, err
+                x[:] = X[good - 1]   # the integrator goes on from the last sample
+            if failure is not None:
+                return good, failure
             if done is not None:
                 done(end - start)
         return t.size, None
 
-    def _failure(self, status: int, t_end: float) -> SolverError:
+    def _failure(self, status: int, t_end: float, x: np.ndarray) -> SolverError:
         """The SolverError of a step that failed with `status` before t_end [s], naming its
-        likely cause (for RK4 with the step against its stability bound)."""
+        likely cause (for RK4 with the step against its stability bound). x: the state where the
+        integrator stopped. A loop model whose steps collapsed or whose equations turned
+        singular there at a singular pose of its loops (_lost_rank) reports the open loop, as a
+        projection that fails there does: the implicit methods do not get past a dead point or a
+        bifurcation either, and their step size was not the cause."""
+        if status in (STEP_TOO_SMALL, NEWTON_FAILED, SINGULAR) and self.loops is not None:
+            lost = self._lost_rank(x)
+            if lost:
+                return SolverError(LOOP_OPEN, t_end, lost)
         rk4 = (self.settings.step, self.stability_bound, self.stability_hz) if self.code == RK4 else None
         return SolverError(status, t_end, likely_cause(self.system, status, rk4))
+
+    def _lost_rank(self, x: np.ndarray) -> str:
+        """Where the loops' rows in use have lost rank at state x (their Jacobian over the
+        coordinates that may move has a singular value below RANK_LOST of its largest): what the
+        message adds; else ''."""
+        nq, nv = self.system.nq, self.system.nv
+        _, G = self.loops.eval(x[:nq], x[nq:nq + nv])
+        sv = np.linalg.svd(G[:, self.loop_weight > 0.0], compute_uv=False)
+        if sv.size == 0 or sv[-1] > RANK_LOST * sv[0]:
+            return ""
+        return (f" (the constraint Jacobian of the loops lost rank: its smallest singular value is {sv[-1]:.2g} "
+                f"of {sv[0]:.3g})")
 
     def _close_loops(self, t_end: float, x: np.ndarray) -> None:
         """The output x at t_end [s] onto the loop constraints, positions then velocities (the
@@ -524,7 +554,7 @@ class Stepper:
         too, is checked, since past a bifurcation a redundant row can become independent."""
         q, u = x[:self.system.nq], x[self.system.nq:self.system.nq + self.system.nv]
         residual = self.loops.project(q, u, self.loop_weight)
-        if residual > 1e3 * LOOP_TOL:
+        if residual > LOOP_OPEN_RESIDUAL:
             self.t_i = None   # no call continues from a run whose loop opened
             raise SolverError(LOOP_OPEN, t_end, f" (largest constraint residual {residual:.3g})")
 
@@ -546,7 +576,7 @@ class Stepper:
         else:
             status, _ = self._implicit(t, x, t_end, inputs, self.no_t, self.no_X)
         if status != OK:
-            raise self._failure(status, t_end)
+            raise self._failure(status, t_end, x)
         if self.loops is not None:
             self._close_loops(t_end, x)
             if self.dense:
