@@ -29,7 +29,7 @@ couple bodies outside the tree, and models with them use the composite route
 
 import numpy as np
 
-from .body import body_terms, gyroscopic_force, weight
+from .body import body_terms, gyroscopic_force, kinetic_energy, weight
 from .drives import MOTION, apply_prescribed, joint_forces
 from .joints import REVOLUTE, joint_kinematics
 from .kinematics import marker_local, marker_world
@@ -409,7 +409,8 @@ def _tree_terms(S, W, i, q, u, udot):
 @kernel(inline=True)
 def _own_inertia(S, W, i):
     """Pass 1, body i: its own inertia W.ab_IA[i] and bias force W.ab_pA[i] (velocity-product
-    and elastic forces less gravity)."""
+    and elastic forces less gravity); outside an integrator's run (W.rates_only clear) its
+    kinetic energy into W.e_kin[i]."""
     n = S.nm[i]
     m = 6 + n
     Mc, Ke, De = S.Mc, S.Ke, S.De
@@ -423,8 +424,12 @@ def _own_inertia(S, W, i):
             pA[i, j] = h[j] - F[j]
             for kk in range(6):
                 IA[i, j, kk] = Mc[i, j, kk]
+    else:
+        body_terms(S, W, i, eta, etad, vb, wb, gb, IA[i], hb, Fb)
+    if W.rates_only[0] == 0.0:   # an output sample's: energy.kinetic reads it
+        W.e_kin[i] = kinetic_energy(IA[i], vb, wb, etad, n)
+    if n == 0:
         return
-    body_terms(S, W, i, eta, etad, vb, wb, gb, IA[i], hb, Fb)
     for j in range(m):
         pA[i, j] = hb[j] - Fb[j]
     for j in range(n):

@@ -111,6 +111,21 @@ def body_terms(S, W, b, eta, etad, vb, wb, gb, Mb, hb, Fb):
 
 
 @kernel(inline=True)
+def kinetic_energy(Mb, vb, wb, etad, n):
+    """1/2 z^T Mb z [J]: the kinetic energy of a body with n modes, mass matrix Mb ((6+n)^2) and
+    velocity z = [vb; wb; etad] in its own axes [m/s, rad/s, modal rates]."""
+    T = 0.0
+    for i in range(6 + n):
+        zi = vb[i] if i < 3 else (wb[i - 3] if i < 6 else etad[i - 6])
+        acc = 0.0
+        for j in range(6 + n):
+            zj = vb[j] if j < 3 else (wb[j - 3] if j < 6 else etad[j - 6])
+            acc += Mb[i, j] * zj
+        T += zi * acc
+    return 0.5 * T
+
+
+@kernel(inline=True)
 def constant_terms(Mc, b, n, vb, wb, etad, gb, Mb, hb, Fb):
     """Add the constant part Mc[b] of body b with n modes: Mc to Mb, its momenta's gyroscopic
     terms to hb and the gravity of its mass and first moment to Fb (body axes; etad is read

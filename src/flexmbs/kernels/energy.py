@@ -2,8 +2,7 @@
 
 import numpy as np
 
-from .body import body_terms, first_moment
-from .inertia import body_velocity
+from .body import first_moment
 from .kinematics import marker_world
 from .linalg import dot, mv, quad
 from .settings import kernel
@@ -14,24 +13,13 @@ def kinetic(S, W, q, u):
     """Kinetic energy [J] of the bodies and rotors, 1/2 u^T M u without the rods' share
     (energies adds it), summed as the mass matrix is (kernels/inertia.py): 1/2 z_b^T Mb z_b per
     body (z_b = [v; w; etad] in body axes, Mb its (6+n)^2 mass matrix), 1/2 J_c u_c^2 per rotor.
-    O(bodies), where 1/2 u^T M u with the assembled M took O(nv^2) per body (10.5 us of an 18 us
-    output sample of a 3-frame beam). Needs the bodies' world velocities W.v, W.w at (q, u)
-    (kinematics.forward, or the recursion's first pass); q, u [SI] hold prescribed values."""
-    z, Mb, hb, Fb, g = W.e_z, W.e_M, W.e_h, W.e_F, W.e_g
+    The bodies' terms are those the dynamics at (q, u) left in W.e_kin (body.kinetic_energy),
+    outside an integrator's run: an output sample so builds no body's mass matrix twice (a
+    flexible coupler's 25 mass points with foreshortening were a quarter of the crank-rocker's
+    output sample). q, u [SI] hold prescribed values."""
     T = 0.0
     for b in range(S.nb):
-        n = S.nm[b]
-        body_velocity(W, b, z)
-        v0 = S.ev[b]
-        for k in range(n):
-            z[6 + k] = u[v0 + k]
-        e0 = S.eq[b]
-        body_terms(S, W, b, q[e0:e0 + n], u[v0:v0 + n], z[0:3], z[3:6], g, Mb, hb, Fb)
-        for i in range(6 + n):
-            acc = 0.0
-            for j in range(6 + n):
-                acc += Mb[i, j] * z[j]
-            T += 0.5 * z[i] * acc
+        T += W.e_kin[b]
     for c in range(S.nv):
         T += 0.5 * S.motor_J[c] * u[c] * u[c]
     return T
@@ -40,8 +28,8 @@ def kinetic(S, W, q, u):
 @kernel
 def energies(S, W, t, q, u, inputs, out):
     """out = [kinetic, gravity potential, strain, spring]. q, u hold prescribed values. Needs the
-    bodies' world poses and motion W.r, W.A, W.v, W.w, W.a, W.al at (q, u), as every route's
-    dynamics.accelerations leaves them outside an integrator's run (W.rates_only clear: the
+    bodies' world poses and motion W.r, W.A, W.v, W.w, W.a, W.al and kinetic energies W.e_kin at
+    (q, u), as every route's dynamics.accelerations leaves them outside an integrator's run (W.rates_only clear: the
     recursion's first pass, the composite route's kinematics.forward), so that an output sample does not compute them twice (nor the world
     Jacobians that forward also fills: an output sample of the 3-frame spin-up beam 12.2-12.4 -> 10.0 us)."""
     out[0] = kinetic(S, W, q, u)

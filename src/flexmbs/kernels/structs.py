@@ -202,8 +202,8 @@ def _workspace_fields(S) -> dict:
       i_*  inertia.inertia (per-body Jacobian i_J, z, c, M, h, F)
       l_*  loads.load_forces         s_*  dynamics.composite_accelerations (solve)
       c_*  constraints               o_*  outputs.sample
-      e_*  energy.energies (e_z a body's velocity [v; w; etad] in its axes, e_M its mass
-           matrix; e_h, e_F body_terms' other outputs and e_g its gravity input, unused)
+      e_*  energy.energies (e_kin (nb): each body's kinetic energy 1/2 z^T Mb z [J], which the
+           dynamics leave outside an integrator's run: inertia.inertia, the recursion's pass 1)
       ab_* articulated (the recursion; nbd = 6 + nmax, body axes throughout):
         ab_P (nb, 6, nbd) child frame velocity [v; w] from the parent's extended velocity z_p
           (rows 3-5 of columns 0-2 are zero, from the allocation: pass 1 does not write them);
@@ -270,8 +270,7 @@ def _workspace_fields(S) -> dict:
         c_d=z(3), c_dd=z(3), c_ed=z(3), c_fd=z(3), c_fw=z((nc, 12)), c_za=z((nc, nbd)), c_zb=z((nc, nbd)),
         **_marker_frame("c_", nv, "ab"),
         e_s=z(3), e_t=z(3), e_ra=z(3), e_rb=z(3), e_A=z((3, 3)), e_v=z(3), e_vb=z(3), e_w=z(3),
-        e_Jv=z((3, nv)), e_Jw=z((3, nv)), e_a=z(3), e_al=z(3), e_z=z(nbd), e_M=z((nbd, nbd)), e_h=z(nbd),
-        e_F=z(nbd), e_g=z(3),
+        e_Jv=z((3, nv)), e_Jw=z((3, nv)), e_a=z(3), e_al=z(3), e_kin=z(nb),
         **_marker_frame("o_", nv),
         ab_P=z((nb, 6, nbd)), ab_S=z((nb, 6, 6)), ab_Vb=z((nb, 6)), ab_cb=z((nb, 6)), ab_c=z((nb, 6)),
         ab_IA=z((nb, nbd, nbd)), ab_pA=z((nb, nbd)), ab_U=z((nb, nbd, nbd)), ab_K=z((nb, nbd, 7)),
