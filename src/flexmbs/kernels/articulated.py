@@ -409,8 +409,8 @@ def _tree_terms(S, W, i, q, u, udot):
 @kernel(inline=True)
 def _own_inertia(S, W, i):
     """Pass 1, body i: its own inertia W.ab_IA[i] and bias force W.ab_pA[i] (velocity-product
-    and elastic forces less gravity); outside an integrator's run (W.rates_only clear) its
-    kinetic energy into W.e_kin[i]."""
+    and elastic forces less gravity); in an output sample (W.sampling) its kinetic energy into
+    W.e_kin[i]."""
     n = S.nm[i]
     m = 6 + n
     Mc, Ke, De = S.Mc, S.Ke, S.De
@@ -426,7 +426,7 @@ def _own_inertia(S, W, i):
                 IA[i, j, kk] = Mc[i, j, kk]
     else:
         body_terms(S, W, i, eta, etad, vb, wb, gb, IA[i], hb, Fb)
-    if W.rates_only[0] == 0.0:   # an output sample's: energy.kinetic reads it
+    if W.sampling[0] != 0.0:   # energy.kinetic reads it
         W.e_kin[i] = kinetic_energy(IA[i], vb, wb, etad, n)
     if n == 0:
         return

@@ -13,8 +13,8 @@ def kinetic(S, W, q, u):
     """Kinetic energy [J] of the bodies and rotors, 1/2 u^T M u without the rods' share
     (energies adds it), summed as the mass matrix is (kernels/inertia.py): 1/2 z_b^T Mb z_b per
     body (z_b = [v; w; etad] in body axes, Mb its (6+n)^2 mass matrix), 1/2 J_c u_c^2 per rotor.
-    The bodies' terms are those the dynamics at (q, u) left in W.e_kin (body.kinetic_energy),
-    outside an integrator's run: an output sample so builds no body's mass matrix twice (a
+    The bodies' terms are those the dynamics at (q, u) left in W.e_kin (body.kinetic_energy) in
+    an output sample (W.sampling), which so builds no body's mass matrix twice (a
     flexible coupler's 25 mass points with foreshortening were a quarter of the crank-rocker's
     output sample). q, u [SI] hold prescribed values."""
     T = 0.0
@@ -28,8 +28,8 @@ def kinetic(S, W, q, u):
 @kernel
 def energies(S, W, t, q, u, inputs, out):
     """out = [kinetic, gravity potential, strain, spring]. q, u hold prescribed values. Needs the
-    bodies' world poses and motion W.r, W.A, W.v, W.w, W.a, W.al and kinetic energies W.e_kin at
-    (q, u), as every route's dynamics.accelerations leaves them outside an integrator's run (W.rates_only clear: the
+    bodies' world poses and motion W.r, W.A, W.v, W.w, W.a, W.al and (W.sampling set) kinetic
+    energies W.e_kin at (q, u), as every route's dynamics.accelerations leaves them outside an integrator's run (W.rates_only clear: the
     recursion's first pass, the composite route's kinematics.forward), so that an output sample does not compute them twice (nor the world
     Jacobians that forward also fills: an output sample of the 3-frame spin-up beam 12.2-12.4 -> 10.0 us)."""
     out[0] = kinetic(S, W, q, u)

@@ -63,8 +63,8 @@ def _body_jacobian(S, W, b):
 @kernel
 def inertia(S, W, q, u):
     """Fill W.M (nv x nv) and put the bodies' and rods' inertial, gravity and elastic forces in
-    W.Q (overwritten); outside an integrator's run (W.rates_only clear) each body's kinetic
-    energy into W.e_kin."""
+    W.Q (overwritten); in an output sample (W.sampling) each body's kinetic energy into
+    W.e_kin."""
     M = W.M
     Q = W.Q
     nv = S.nv
@@ -80,7 +80,7 @@ def inertia(S, W, q, u):
         eta = q[e0:e0 + n]
         etad = u[v0:v0 + n]
         body_terms(S, W, b, eta, etad, W.i_z[0:3], W.i_z[3:6], W.i_g, Mb, hb, Fb)
-        if W.rates_only[0] == 0.0:   # an output sample's: energy.kinetic reads it
+        if W.sampling[0] != 0.0:   # energy.kinetic reads it
             W.e_kin[b] = kinetic_energy(Mb, W.i_z[0:3], W.i_z[3:6], etad, n)
         for i in range(nb6):
             acc = Fb[i] - hb[i]

@@ -91,6 +91,7 @@ def sample(S, W, sensors, t, X, inputs, Xout, Ud, Tau, En, Sens, Loop):
 def _sample_rows(S, W, sensors, t, X, inputs, Xout, Ud, Tau, En, Sens, Loop):
     """sample's rows."""
     W.rates_only[0] = 0.0   # the energies and sensors read the world motion (an integrator's mark undone)
+    W.sampling[0] = 1.0     # ... and the bodies' kinetic energies
     nq, nu = S.nq, S.nq + S.nv
     for k in range(t.size):
         q = Xout[k, :nq]
@@ -112,6 +113,7 @@ def _sample_rows(S, W, sensors, t, X, inputs, Xout, Ud, Tau, En, Sens, Loop):
             fill1(Ud[k], np.nan)
             fill1(Tau[k], np.nan)
         sensor_rows(S, W, sensors, q, u, Sens[k])
+    W.sampling[0] = 0.0
 
 
 @njit(**JIT)

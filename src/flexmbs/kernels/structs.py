@@ -203,7 +203,7 @@ def _workspace_fields(S) -> dict:
       l_*  loads.load_forces         s_*  dynamics.composite_accelerations (solve)
       c_*  constraints               o_*  outputs.sample
       e_*  energy.energies (e_kin (nb): each body's kinetic energy 1/2 z^T Mb z [J], which the
-           dynamics leave outside an integrator's run: inertia.inertia, the recursion's pass 1)
+           dynamics leave in an output sample: inertia.inertia, the recursion's pass 1)
       ab_* articulated (the recursion; nbd = 6 + nmax, body axes throughout):
         ab_P (nb, 6, nbd) child frame velocity [v; w] from the parent's extended velocity z_p
           (rows 3-5 of columns 0-2 are zero, from the allocation: pass 1 does not write them);
@@ -233,6 +233,8 @@ def _workspace_fields(S) -> dict:
       xq, xu, xud: dynamics.rhs's copies of q and u (prescribed values are written into them)
         and its udot; xi (ni): the motor currents [A] the joint forces read (rhs and sample
         copy them from the state);
+      sampling (1): 1.0 while outputs.sample runs: the dynamics then leave each body's kinetic
+        energy in e_kin for energy.kinetic (any other right-hand side skips it);
       rates_only (1): 1.0 while an integrator's kernel runs (solvers/explicit.py, implicit.py),
         whose right-hand sides are read for their rates only: the recursion's pass 1 then
         leaves the bodies' world position and motion (r, v, w, a, al) unset unless the model's
@@ -264,7 +266,7 @@ def _workspace_fields(S) -> dict:
         i_MJ=z((nbd, nv)), **_marker_frame("i_", nv, "ab"),
         l_F=z(3), l_T=z(3), l_t=z(3), **_marker_frame("l_", nv, "ab"),
         s_rhs=z(nv), s_Mrow=z((nv, nv)),
-        xq=z(S.nq), xu=z(nv), xud=z(nv), xi=z(S.mot_c.shape[0]), rates_only=z(1),
+        xq=z(S.nq), xu=z(nv), xud=z(nv), xi=z(S.mot_c.shape[0]), rates_only=z(1), sampling=z(1),
         c_g=z(nc), c_G=z((nc, nv)), c_G0=z((nc, nv)), c_gam=z(nc), c_X=z((nc, nv)), c_S=z((nc, nc)),
         c_LS=z((nc, nc)), c_lam=z(nc), c_r=z(nc), c_dir=z((nc, 3)), c_e=z(3), c_f=z(3), c_t=z(3),
         c_d=z(3), c_dd=z(3), c_ed=z(3), c_fd=z(3), c_fw=z((nc, 12)), c_za=z((nc, nbd)), c_zb=z((nc, nbd)),
