@@ -113,76 +113,51 @@ def onto_manifold(S, W, x, weight, stepped):
 
 
 @kernel
-def _project_step(S, W, x, weight, stepped):
-    """onto_manifold's loop part for a System with loop rows: (q, u) onto the constraints
-    (kernels/projection.onto_loops), the motion-driven coordinates held (weight 0) at their
-    integrated values, as at the end of a Stepper's call (an `input` profile's held q_ref is
-    not where the coordinate is at the step's end: the next call's inputs are). Where the
-    projection fails (a singular pose), x is `stepped` again, quaternions normalised: the
-    Stepper's projection of the output, with its rank-revealing fallback, decides there."""
-    if weight.size == 0:
-        return
-    nq = S.nq
-    status, _ = onto_loops(S, W, x[:nq], x[nq:nq + weight.size], weight, LOOP_TOL, LOOP_ITER)
-    if status != PROJECTED:
-        for i in range(x.size):
-            x[i] = stepped[i]
-        normalize_quaternions(S, x)
-
-
-def _onto_loops(S, W, x, weight, stepped):
-    """_project_step for a System with loop rows, nothing for a tree, which so never compiles
-    the loop kernels (as kernels/dynamics._on_loops)."""
-    raise TypeError("the loop projection of a step is called from numba kernels only")
-
-
-@overload(_onto_loops, jit_options=KERNEL)
-def _onto_loops_typed(S, W, x, weight, stepped):
-    if S.route.endswith("tree"):
-        return lambda S, W, x, weight, stepped: None
-    return _project_step.py_func
-
-
-@kernel
 def onto_sample(S, W, x, weight, scratch, opened):
     """An interpolated output sample x onto its manifold: unit quaternions and, with closed
-    loops, the loop constraints (_sample_onto_loops). The samples between projected steps
-    leave the constraints by the interpolation's error; projected here, in the integrator's
-    kernel, they cost no Python call each (on the crank-rocker at 1 ms samples that call was
-    about a tenth of the run). scratch (nx): a copy of x to restore; opened (1): counts the
-    samples left unprojected, which the Stepper then projects itself, with its rank-revealing
-    fallback, or reports as an open loop."""
+    loops, the loop constraints (_onto_loops). The samples between projected steps leave the
+    constraints by the interpolation's error; projected here, in the integrator's kernel, they
+    cost no Python call each (on the crank-rocker at 1 ms samples that call was about a tenth of
+    the run). scratch (nx): a copy of x to restore; opened (1): counts the samples left
+    unprojected, which the Stepper then projects itself, with its rank-revealing fallback, or
+    reports as an open loop."""
     normalize_quaternions(S, x)
-    _sample_onto_loops(S, W, x, weight, scratch, opened)
-
-
-@kernel
-def _project_sample(S, W, x, weight, scratch, opened):
-    """onto_sample's loop part for a System with loop rows: (q, u) onto the constraints, the
-    motion-driven coordinates held (weight 0), as _project_step. A sample counts as projected
-    as the Stepper's own projection counts it (Stepper._close_loops): its active rows within
-    the tolerance, and every row, the dropped ones too, within loops.OPEN. Otherwise x is
-    restored (quaternions normalised) and opened[0] counts it."""
-    if weight.size == 0:
-        return
-    nq = S.nq
     for i in range(x.size):
         scratch[i] = x[i]
-    status, residual = onto_loops(S, W, x[:nq], x[nq:nq + weight.size], weight, LOOP_TOL, LOOP_ITER)
-    if status != PROJECTED or residual > LOOP_OPEN_RESIDUAL:
-        for i in range(x.size):
-            x[i] = scratch[i]
-        normalize_quaternions(S, x)
+    if not _onto_loops(S, W, x, weight, scratch):
         opened[0] += 1
 
 
-def _sample_onto_loops(S, W, x, weight, scratch, opened):
-    """_project_sample for a System with loop rows, nothing for a tree (as _onto_loops)."""
-    raise TypeError("the loop projection of a sample is called from numba kernels only")
+@kernel
+def _project_or_restore(S, W, x, weight, backup):
+    """The loop part of onto_manifold and onto_sample, for a System with loop rows: (q, u) onto
+    the constraints (kernels/projection.onto_loops), the motion-driven coordinates held (weight
+    0) at their integrated values, as at the end of a Stepper's call (an `input` profile's held
+    q_ref is not where the coordinate is at the step's end: the next call's inputs are). It
+    counts as projected as the Stepper's own projection does (Stepper._close_loops): the active
+    rows within the tolerance and every row, the dropped ones too, within loops.OPEN. Where it
+    is not (a singular pose), x is `backup` again, quaternions normalised, and it returns False:
+    the Stepper's projection, with its rank-revealing fallback, decides there."""
+    if weight.size == 0:
+        return True
+    nq = S.nq
+    status, residual = onto_loops(S, W, x[:nq], x[nq:nq + weight.size], weight, LOOP_TOL, LOOP_ITER)
+    if status == PROJECTED and residual <= LOOP_OPEN_RESIDUAL:
+        return True
+    for i in range(x.size):
+        x[i] = backup[i]
+    normalize_quaternions(S, x)
+    return False
 
 
-@overload(_sample_onto_loops, jit_options=KERNEL)
-def _sample_onto_loops_typed(S, W, x, weight, scratch, opened):
+def _onto_loops(S, W, x, weight, backup):
+    """_project_or_restore for a System with loop rows, True for a tree, which so never
+    compiles the loop kernels (as kernels/dynamics._on_loops)."""
+    raise TypeError("the loop projection of a state is called from numba kernels only")
+
+
+@overload(_onto_loops, jit_options=KERNEL)
+def _onto_loops_typed(S, W, x, weight, backup):
     if S.route.endswith("tree"):
-        return lambda S, W, x, weight, scratch, opened: None
-    return _project_sample.py_func
+        return lambda S, W, x, weight, backup: True
+    return _project_or_restore.py_func

@@ -143,6 +143,7 @@ def _radau(S, W, t, x, t_end, h, h_max, h_min, rtol, atol, scale, inputs, R, K, 
             # singular iteration matrices: a shorter step (and a Jacobian of this state)
             nrej += 1
             reject = True
+            resume = False   # a failed iteration's stages belong to the longer step
             h *= 0.25
             if not fresh:
                 memo[JAC_OK] = 0
@@ -283,7 +284,7 @@ def _start(R, h, ctl):
 def _newton(S, W, t, x, h, inputs, R, K, LU, piv, LU2, piv2, cv, atol, rtol, ctl, fnewt):
     """Simplified Newton iterations on the transformed stage equations from the starting values
     in R. Returns (status, iterations taken or -1 when they did not converge, the contraction
-    estimate theta); the stage rates are left in K[0:3]."""
+    estimate theta: 1 when they diverged); the stage rates are left in K[0:3]."""
     nx = x.size
     xs = K[3]
     # the contraction of the last step's iterations (Hairer & Wanner II, eq. 8.13); 1 on the first
@@ -314,7 +315,7 @@ def _newton(S, W, t, x, h, inputs, R, K, LU, piv, LU2, piv2, cv, atol, rtol, ctl
         dyno = np.sqrt(dyno / (3 * nx))
         if not np.isfinite(dyno):
             ctl[ETA] = 1.0
-            return OK, -1, theta
+            return OK, -1, 1.0   # diverged: no resuming from these stages
         if newt > 0:
             thq = dyno / dyno_old
             theta = thq if newt == 1 else np.sqrt(thq * thq_old)

@@ -60,9 +60,9 @@ def likely_cause(system: System, status: int, rk4: tuple[float, float | None, fl
 
 
 # a loop's rows in use have lost rank (a singular pose) where their Jacobian's smallest singular
-# value is below this fraction of its largest (the Bricard linkage at its bifurcation: 2e-8; the
-# shipped loop models over their first second: 5e-3, the crank-rocker's out-of-plane rows that
-# its coupler's modes close, to 0.3)
+# value (columns weighted as the projection weighs them) is below this fraction of its largest
+# (the Bricard linkage at its bifurcation: 2e-8; the shipped loop models over their first
+# second: 1.2e-2, the crank-rocker's out-of-plane rows that its coupler's modes close, to 0.3)
 RANK_LOST = 1e-6
 
 # relative difference [1] up to which a call's start time is the last call's end (the FMU's
@@ -480,8 +480,9 @@ class Stepper:
         `interpolate` steps past them (up to max_step) and interpolates them (implicit._hermite, radau._samples):
         landing on 10 ms samples held the 3-frame spin-up beam at 2,002 steps where its
         tolerance allows 50 ms steps (403). With closed loops the samples, interpolated between
-        projected steps, are projected too, in the kernel (common.onto_sample), and here where it
-        could not (_close_loops). Returns the samples filled and,
+        projected steps, are projected too, in the kernel (common.onto_sample), and here, every
+        sample of a block in which it could not project one (_close_loops; projecting a projected
+        sample changes nothing). Returns the samples filled and,
         when the run failed after them, the SolverError."""
         rk4 = self.code == RK4
         if rk4 and self.stability_bound is None:
@@ -535,11 +536,13 @@ class Stepper:
 
     def _lost_rank(self, x: np.ndarray) -> str:
         """Where the loops' rows in use have lost rank at state x (their Jacobian over the
-        coordinates that may move has a singular value below RANK_LOST of its largest): what the
-        message adds; else ''."""
+        coordinates that may move, each column times its projection weight, has a singular value
+        below RANK_LOST of its largest): what the message adds; else ''."""
         nq, nv = self.system.nq, self.system.nv
         _, G = self.loops.eval(x[:nq], x[nq:nq + nv])
-        sv = np.linalg.svd(G[:, self.loop_weight > 0.0], compute_uv=False)
+        free = self.loop_weight > 0.0
+        # in the projection's own norm: the columns mix radians, metres and modal amplitudes
+        sv = np.linalg.svd(G[:, free] * self.loop_weight[free], compute_uv=False)
         if sv.size == 0 or sv[-1] > RANK_LOST * sv[0]:
             return ""
         return (f" (the constraint Jacobian of the loops lost rank: its smallest singular value is {sv[-1]:.2g} "
