@@ -29,9 +29,11 @@ def kinetic(S, W, q, u):
 def energies(S, W, t, q, u, inputs, out):
     """out = [kinetic, gravity potential, strain, spring]. q, u hold prescribed values. Needs the
     bodies' world poses and motion W.r, W.A, W.v, W.w, W.a, W.al and (W.sampling set) kinetic
-    energies W.e_kin at (q, u), as every route's dynamics.accelerations leaves them outside an integrator's run (W.rates_only clear: the
-    recursion's first pass, the composite route's kinematics.forward), so that an output sample does not compute them twice (nor the world
-    Jacobians that forward also fills: an output sample of the 3-frame spin-up beam 12.2-12.4 -> 10.0 us)."""
+    energies W.e_kin at (q, u), as every route's dynamics.accelerations leaves them outside an
+    integrator's run (W.rates_only clear: the recursion's first pass, the composite route's
+    kinematics.forward), so that an output sample does not compute them twice (nor the world
+    Jacobians that forward also fills: an output sample of the 3-frame spin-up beam 12.2-12.4 ->
+    10.0 us)."""
     out[0] = kinetic(S, W, q, u)
     vg = 0.0
     ve = 0.0

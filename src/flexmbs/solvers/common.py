@@ -122,7 +122,7 @@ def onto_sample(S, W, x, weight, scratch, opened):
     unprojected, which the Stepper then projects itself, with its rank-revealing fallback, or
     reports as an open loop."""
     normalize_quaternions(S, x)
-    for i in range(x.size):
+    for i in range(x.size if weight.size > 0 else 0):   # a backup only where there are loops
         scratch[i] = x[i]
     if not _onto_loops(S, W, x, weight, scratch):
         opened[0] += 1

@@ -19,8 +19,9 @@ kept while the Newton iterations converge with it: the collocation equations are
 tolerance whatever J is, and J shapes only the iterations' rate and the error estimate's filter.
 It is renewed when an iteration diverges or contracts slower than THETA_JAC, and after two
 rejections in a row; iterations that fail with a stale J go on with the renewed one from
-where they got to (on the crank-rocker such failures are about one trial in six). The factors of the two systems (g/h I - J and (a + i b)/h I - J) are kept
-while the step stays within HOLD of theirs.
+where they got to (on the crank-rocker such failures are about one trial in six). The factors
+of the two systems (g/h I - J and (a + i b)/h I - J) are kept while the step stays within HOLD
+of theirs.
 """
 
 import numpy as np
