@@ -31,9 +31,10 @@ def body_velocity(W, b, z):
 
 @kernel
 def _body_jacobian(S, W, b):
-    """W.i_J[:6+n] = [A^T Jv; A^T Jw; E_eta] of body b, its body-frame velocity W.i_z and the
-    velocity-product term W.i_c = [A^T a - w x v; A^T al; 0]; W.i_g = gravity in body axes."""
-    n = S.nm[b]
+    """W.i_J = [A^T Jv; A^T Jw] (6 x nv): the frame rows of body b's body-frame Jacobian (its
+    modal rows are unit rows, which _add_body applies without storing them); its body-frame
+    velocity W.i_z; the frame rows of its velocity-product term, W.i_c = [A^T a - w x v; A^T al]
+    (the modal rows are zero); W.i_g = gravity in body axes."""
     J = W.i_J
     A = W.A[b]
     Jv = W.Jv[b]
@@ -42,10 +43,6 @@ def _body_jacobian(S, W, b):
         for i in range(3):
             J[i, c] = A[0, i] * Jv[0, c] + A[1, i] * Jv[1, c] + A[2, i] * Jv[2, c]
             J[3 + i, c] = A[0, i] * Jw[0, c] + A[1, i] * Jw[1, c] + A[2, i] * Jw[2, c]
-        for k in range(n):
-            J[6 + k, c] = 0.0
-    for k in range(n):
-        J[6 + k, S.ev[b] + k] = 1.0
     z = W.i_z
     cb = W.i_c
     body_velocity(W, b, z)
@@ -56,8 +53,6 @@ def _body_jacobian(S, W, b):
     cb[0] -= z[4] * z[2] - z[5] * z[1]
     cb[1] -= z[5] * z[0] - z[3] * z[2]
     cb[2] -= z[3] * z[1] - z[4] * z[0]
-    for k in range(n):
-        cb[6 + k] = 0.0
 
 
 @kernel
@@ -84,7 +79,7 @@ def inertia(S, W, q, u):
             W.e_kin[b] = kinetic_energy(Mb, W.i_z[0:3], W.i_z[3:6], etad, n)
         for i in range(nb6):
             acc = Fb[i] - hb[i]
-            for j in range(nb6):
+            for j in range(6):     # Jbdot u has no modal rows
                 acc -= Mb[i, j] * cb[j]
             Fb[i] = acc
         for i in range(n):
@@ -92,22 +87,7 @@ def inertia(S, W, q, u):
             for j in range(n):
                 acc += S.Ke[b, i, j] * eta[j] + S.De[b, i, j] * etad[j]
             Fb[6 + i] -= acc
-        for i in range(nb6):
-            for c in range(nv):
-                acc = 0.0
-                for j in range(nb6):
-                    acc += Mb[i, j] * J[j, c]
-                MJ[i, c] = acc
-        for r in range(nv):
-            acc = 0.0
-            for i in range(nb6):
-                acc += J[i, r] * Fb[i]
-            Q[r] += acc
-            for c in range(r, nv):
-                acc = 0.0
-                for i in range(nb6):
-                    acc += J[i, r] * MJ[i, c]
-                M[r, c] += acc
+        _add_body(Mb, Fb, J, MJ, n, v0, M, Q)
     for r in range(nv):
         for c in range(r):
             M[r, c] = M[c, r]
@@ -116,6 +96,32 @@ def inertia(S, W, q, u):
     for s in range(S.sd_a.shape[0]):
         if S.sd_m[s] > 0.0:
             _rod(S, W, s, q, u, M, Q)
+
+
+@kernel(inline=True)
+def _add_body(Mb, Fb, J, MJ, n, v0, M, Q):
+    """M += Jb^T Mb Jb (upper triangle) and Q += Jb^T Fb for a body with n modes, whose
+    body-frame Jacobian Jb stacks the frame rows J (6 x nv) on unit rows, one per modal rate
+    at columns v0, v0 + 1, ... (the unit rows cost additions, not products; MJ scratch)."""
+    nv = M.shape[0]
+    for i in range(6 + n):
+        for c in range(nv):
+            MJ[i, c] = Mb[i, 0] * J[0, c] + Mb[i, 1] * J[1, c] + Mb[i, 2] * J[2, c] \
+                + Mb[i, 3] * J[3, c] + Mb[i, 4] * J[4, c] + Mb[i, 5] * J[5, c]
+        for k in range(n):
+            MJ[i, v0 + k] += Mb[i, 6 + k]
+    for r in range(nv):
+        acc = 0.0
+        for i in range(6):
+            acc += J[i, r] * Fb[i]
+        Q[r] += acc
+        for c in range(r, nv):
+            M[r, c] += J[0, r] * MJ[0, c] + J[1, r] * MJ[1, c] + J[2, r] * MJ[2, c] \
+                + J[3, r] * MJ[3, c] + J[4, r] * MJ[4, c] + J[5, r] * MJ[5, c]
+    for k in range(n):
+        Q[v0 + k] += Fb[6 + k]
+        for c in range(v0 + k, nv):
+            M[v0 + k, c] += MJ[6 + k, c]
 
 
 @kernel

@@ -262,7 +262,7 @@ def _workspace_fields(S) -> dict:
         b_J=z((3, 3)), b_N=z((3, 3)), b_B=z((3, 3, nmax)),
         b_Ce=z((3, 3, nmax)), b_Cx=z((3, nmax)), b_g=z(nmax), b_W1=z((nmax, nmax, nmax)),
         b_W2=z((nmax, 3, nmax)), b_W3=z((nmax, nmax, 3)), b_V=z((nmax, nmax)), b_x=z(3), b_y=z(3),
-        i_J=z((nbd, nv)), i_c=z(nbd), i_z=z(nbd), i_g=z(3), i_M=z((nbd, nbd)), i_h=z(nbd), i_F=z(nbd),
+        i_J=z((6, nv)), i_c=z(6), i_z=z(nbd), i_g=z(3), i_M=z((nbd, nbd)), i_h=z(nbd), i_F=z(nbd),
         i_MJ=z((nbd, nv)), **_marker_frame("i_", nv, "ab"),
         l_F=z(3), l_T=z(3), l_t=z(3), **_marker_frame("l_", nv, "ab"),
         s_rhs=z(nv), s_Mrow=z((nv, nv)),
