@@ -11,6 +11,9 @@ removes the map at the end. Then it calls `solvers.common.f_eval` in a numba loo
 `ours_rhs`) while `perf record` samples this process, and prints `perf report`'s share of each
 function. Functions that numba inlines (`kernel(inline=True)`) count towards their caller.
 
+The kernels are compiled anew in an empty cache folder of this process's own (about a minute):
+numba's cached code loads with no function addresses to map, and the map came out empty.
+
 Needs `perf` (Debian package linux-perf) and a kernel.perf_event_paranoid that lets a user
 sample their own processes (1 or less, or root).
 """
@@ -28,6 +31,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+_CACHE = tempfile.TemporaryDirectory(prefix="perf_rhs-")   # see the module docstring
+os.environ["XDG_CACHE_HOME"] = _CACHE.name
 
 import flexmbs  # noqa: E402  (before numba: the kernels' cache and CPU)
 from numba.core.registry import cpu_target  # noqa: E402

@@ -93,9 +93,9 @@ def _inertia(bodies: list[Body], flex: dict[str, FlexBodyData], nmax: int) -> di
     mass = np.zeros(nb)
     pt_n = np.zeros(nb, np.int64)
     pt_m = np.zeros((nb, npmax))
-    pt_s = np.zeros((nb, npmax, 3))
-    pt_P = np.zeros((nb, npmax, 3, nmax))
-    pt_H = np.zeros((nb, npmax, nmax, nmax))
+    pt_s = np.zeros((nb, 3, npmax))
+    pt_P = np.zeros((nb, 3, nmax, npmax))
+    pt_H = np.zeros((nb, nmax, nmax, npmax))
     Mc = np.zeros((nb, 6 + nmax, 6 + nmax))
     Ke, De = (np.zeros((nb, nmax, nmax)) for _ in range(2))
     eta_max = np.full((nb, nmax), np.inf)
@@ -111,8 +111,9 @@ def _inertia(bodies: list[Body], flex: dict[str, FlexBodyData], nmax: int) -> di
         n, npt = d.n, d.point_mass.size
         mass[i] = d.mass
         pt_n[i] = npt
-        pt_m[i, :npt], pt_s[i, :npt] = d.point_mass, d.point_position
-        pt_P[i, :npt, :, :n], pt_H[i, :npt, :n, :n] = d.point_shapes, d.point_H
+        pt_m[i, :npt], pt_s[i, :, :npt] = d.point_mass, d.point_position.T
+        pt_P[i, :, :n, :npt] = np.transpose(d.point_shapes, (1, 2, 0))
+        pt_H[i, :n, :n, :npt] = np.transpose(d.point_H, (1, 2, 0))
         Mc[i, :6 + n, :6 + n] = consistent_mass_matrix(d) - points_mass_matrix(d)
         Ke[i, :n, :n] = d.Ke
         eta_max[i, :n] = body_size(d) / np.maximum(np.abs(d.nodal_modes).max(axis=0), 1e-300)

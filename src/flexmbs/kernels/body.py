@@ -18,9 +18,6 @@ Its inertia is the sum of two exact parts:
 """
 
 
-from .kinematics import foreshortening
-from .linalg import quad
-from .rotations import cross, cross_add
 from .settings import kernel
 
 
@@ -49,17 +46,20 @@ def first_moment(S, b, eta, out):
         if kh >= 0:
             out[0] -= 0.5 * _quad_n(S.iv_G, kh, eta, eta, n)
         return m
-    for q in range(S.pt_n[b]):
-        mq = S.pt_m[b, q]
-        m += mq
-        P = S.pt_P[b, q]
-        H = S.pt_H[b, q]
+    npt = S.pt_n[b]
+    pm, ps, P, H = S.pt_m[b], S.pt_s[b], S.pt_P[b], S.pt_H[b]
+    for q in range(npt):
+        m += pm[q]
         for k in range(3):
-            acc = S.pt_s[b, q, k]
+            acc = ps[k, q]
             for j in range(n):
-                acc += P[k, j] * eta[j]
-            out[k] += mq * acc
-        out[0] -= 0.5 * mq * quad(eta, H[:n, :n], eta)
+                acc += P[k, j, q] * eta[j]
+            out[k] += pm[q] * acc
+        ehe = 0.0
+        for i in range(n):
+            for j in range(n):
+                ehe += eta[i] * H[i, j, q] * eta[j]
+        out[0] -= 0.5 * pm[q] * ehe
     return m
 
 
@@ -183,43 +183,154 @@ def _momentum(Mc, b, k, vb, wb, etad, n):
     return acc
 
 
-@kernel
-def _point_terms(S, W, b, n, eta, etad, wb, gb, Mb, hb, Fb):
-    """Add the mass points of body b one by one: m G^T G to Mb, m G^T a to hb, m G^T g to Fb
-    (the w-v block of Mb and the w x v term are left to body_terms)."""
-    r = W.b_r
-    a = W.b_a
-    t = W.b_t
-    D = W.b_D
-    h = W.b_h
-    hd = W.b_hd
-    for q in range(S.pt_n[b]):
-        mq = S.pt_m[b, q]
-        P = S.pt_P[b, q]
-        H = S.pt_H[b, q]
-        ehe, dhd = foreshortening(H, eta, etad, h, hd)
-        for k in range(3):
-            acc = S.pt_s[b, q, k]
-            for j in range(n):
-                D[k, j] = P[k, j]
-                acc += P[k, j] * eta[j]
-            r[k] = acc
-        r[0] -= 0.5 * ehe
+@kernel(reassoc=True)
+def _point_terms(S, W, b, n, eta, etad, w, g, Mb, hb, Fb):
+    """Add the sums over the mass points of body b: m G^T G to Mb, m G^T a to hb, m G^T g to Fb
+    (the w-v block of Mb and the w x v term are left to body_terms). The points are the last
+    axis of the System's pt_* arrays and of the scratch, so that every sum over them is one
+    loop that the compiler vectorises (reassoc: it may add the points in any order)."""
+    npt = S.pt_n[b]
+    _point_motion(S, W, b, n, npt, eta, etad, w)
+    pm, P, r, a, D0 = S.pt_m[b], S.pt_P[b], W.b_r, W.b_a, W.b_D
+    m = S0 = S1 = S2 = R00 = R11 = R22 = R01 = R02 = R12 = 0.0
+    f0 = f1 = f2 = t0 = t1 = t2 = 0.0
+    for q in range(npt):
+        mq = pm[q]
+        x, y, z = mq * r[0, q], mq * r[1, q], mq * r[2, q]
+        a0, a1, a2 = a[0, q], a[1, q], a[2, q]
+        m += mq
+        S0 += x
+        S1 += y
+        S2 += z
+        R00 += x * r[0, q]
+        R11 += y * r[1, q]
+        R22 += z * r[2, q]
+        R01 += x * r[1, q]
+        R02 += x * r[2, q]
+        R12 += y * r[2, q]
+        f0 += mq * a0
+        f1 += mq * a1
+        f2 += mq * a2
+        t0 += y * a2 - z * a1
+        t1 += z * a0 - x * a2
+        t2 += x * a1 - y * a0
+    # frame blocks: [[m I, -skew(S)], [., sum m (|r|^2 I - r r^T)]], m a and r x m a, m g and S x g
+    for k in range(3):
+        Mb[k, k] += m
+    Mb[0, 4] += S2
+    Mb[0, 5] -= S1
+    Mb[1, 3] -= S2
+    Mb[1, 5] += S0
+    Mb[2, 3] += S1
+    Mb[2, 4] -= S0
+    Mb[3, 3] += R11 + R22
+    Mb[4, 4] += R00 + R22
+    Mb[5, 5] += R00 + R11
+    Mb[3, 4] -= R01
+    Mb[4, 3] -= R01
+    Mb[3, 5] -= R02
+    Mb[5, 3] -= R02
+    Mb[4, 5] -= R12
+    Mb[5, 4] -= R12
+    hb[0] += f0
+    hb[1] += f1
+    hb[2] += f2
+    hb[3] += t0
+    hb[4] += t1
+    hb[5] += t2
+    Fb[0] += m * g[0]
+    Fb[1] += m * g[1]
+    Fb[2] += m * g[2]
+    Fb[3] += S1 * g[2] - S2 * g[1]
+    Fb[4] += S2 * g[0] - S0 * g[2]
+    Fb[5] += S0 * g[1] - S1 * g[0]
+    for j in range(n):
+        _point_mode_column(Mb, hb, Fb, pm, P, D0, r, a, g, npt, j)
+
+
+@kernel(inline=True)
+def _point_motion(S, W, b, n, npt, eta, etad, w):
+    """Each point q's position W.b_r[:, q] = r_q [m], the axial row of its shapes
+    W.b_D[:, q] = P_q[0] - (H_q eta)^T and its acceleration terms
+    W.b_a[:, q] = w x (w x r_q) + 2 w x (D_q etad) + Ddot_q etad [m/s^2] (body axes).
+    Scratch: W.b_h (the columns H_q eta), W.b_t, W.b_c (3 x npmax)."""
+    s, P, H = S.pt_s[b], S.pt_P[b], S.pt_H[b]
+    h, hd, c, r, t, a, D0 = W.b_h, W.b_hd, W.b_c, W.b_r, W.b_t, W.b_a, W.b_D
+    # c[0] = eta^T H eta, c[1] = etad^T H etad, c[2] = etad^T H eta: foreshortening and its rates
+    for q in range(npt):
+        c[0, q] = 0.0
+        c[1, q] = 0.0
+        c[2, q] = 0.0
+    for i in range(n):
+        for q in range(npt):
+            h[i, q] = 0.0
+            hd[q] = 0.0
         for j in range(n):
-            D[0, j] -= h[j]
-        # relative velocity D etad, then a = w x (w x r) + 2 w x (D etad) + Ddot etad
-        for k in range(3):
-            acc = 0.0
-            for j in range(n):
-                acc += D[k, j] * etad[j]
-            t[k] = acc
-        cross(wb, t, a)
-        for k in range(3):
-            a[k] *= 2.0
-        a[0] -= dhd
-        cross(wb, r, t)
-        cross_add(wb, t, a, 1.0)
-        _add_point(Mb, hb, Fb, mq, r, D, a, gb, n)
+            e, ed = eta[j], etad[j]
+            for q in range(npt):
+                h[i, q] += H[i, j, q] * e
+                hd[q] += H[i, j, q] * ed
+        e, ed = eta[i], etad[i]
+        for q in range(npt):
+            c[0, q] += e * h[i, q]
+            c[1, q] += ed * hd[q]
+            c[2, q] += ed * h[i, q]
+    for k in range(3):
+        for q in range(npt):
+            r[k, q] = s[k, q]
+            t[k, q] = 0.0
+        for j in range(n):
+            e, ed = eta[j], etad[j]
+            for q in range(npt):
+                r[k, q] += P[k, j, q] * e
+                t[k, q] += P[k, j, q] * ed
+    for j in range(n):
+        for q in range(npt):
+            D0[j, q] = P[0, j, q] - h[j, q]
+    w0, w1, w2 = w[0], w[1], w[2]
+    for q in range(npt):
+        r0, r1, r2 = r[0, q] - 0.5 * c[0, q], r[1, q], r[2, q]
+        r[0, q] = r0
+        d0, d1, d2 = t[0, q] - c[2, q], t[1, q], t[2, q]
+        u0, u1, u2 = w1 * r2 - w2 * r1, w2 * r0 - w0 * r2, w0 * r1 - w1 * r0
+        a[0, q] = w1 * u2 - w2 * u1 + 2.0 * (w1 * d2 - w2 * d1) - c[1, q]
+        a[1, q] = w2 * u0 - w0 * u2 + 2.0 * (w2 * d0 - w0 * d2)
+        a[2, q] = w0 * u1 - w1 * u0 + 2.0 * (w0 * d1 - w1 * d0)
+
+
+@kernel(inline=True)
+def _point_mode_column(Mb, hb, Fb, pm, P, D0, r, a, g, npt, j):
+    """Column 6 + j of the points' sums: sum m D_j, sum m r x D_j, sum m D_l . D_j (l <= j, and
+    their mirror), sum m D_j . a and sum m D_j . g, D = [D0; P[1]; P[2]] (_point_motion)."""
+    s0 = s1 = s2 = x0 = x1 = x2 = da = 0.0
+    for q in range(npt):
+        mq = pm[q]
+        d0, d1, d2 = mq * D0[j, q], mq * P[1, j, q], mq * P[2, j, q]
+        s0 += d0
+        s1 += d1
+        s2 += d2
+        x0 += r[1, q] * d2 - r[2, q] * d1
+        x1 += r[2, q] * d0 - r[0, q] * d2
+        x2 += r[0, q] * d1 - r[1, q] * d0
+        da += d0 * a[0, q] + d1 * a[1, q] + d2 * a[2, q]
+    c = 6 + j
+    Mb[0, c] += s0
+    Mb[1, c] += s1
+    Mb[2, c] += s2
+    Mb[3, c] += x0
+    Mb[4, c] += x1
+    Mb[5, c] += x2
+    for k in range(6):
+        Mb[c, k] = Mb[k, c]
+    hb[6 + j] += da
+    Fb[6 + j] += s0 * g[0] + s1 * g[1] + s2 * g[2]
+    for l in range(j + 1):
+        acc = 0.0
+        for q in range(npt):
+            acc += pm[q] * (D0[j, q] * D0[l, q] + P[1, j, q] * P[1, l, q] + P[2, j, q] * P[2, l, q])
+        Mb[6 + j, 6 + l] += acc
+        if l != j:
+            Mb[6 + l, 6 + j] += acc
 
 
 @kernel(inline=True)
@@ -472,51 +583,3 @@ def _moment_velocity_terms(S, W, kh, n, etad, w, ed, Mb, hb):
                 for d in range(n):
                     acc += (W1[j, c, d] - HP[kh, c, d, 0, j]) * etad[c] * etad[d]
             hb[6 + j] += acc - 2.0 * (w[1] * (u22 - u32) + w[2] * (u31 - u21))
-
-
-@kernel
-def _add_point(Mb, hb, Fb, m, r, D, a, g, n):
-    """Add m G^T G to Mb, m G^T a to hb and m G^T g to Fb for G = [I, -skew(r), D]."""
-    x, y, z = r[0], r[1], r[2]
-    # vv and v-w blocks: m I and -m skew(r)
-    for k in range(3):
-        Mb[k, k] += m
-    Mb[0, 4] += m * z
-    Mb[0, 5] -= m * y
-    Mb[1, 3] -= m * z
-    Mb[1, 5] += m * x
-    Mb[2, 3] += m * y
-    Mb[2, 4] -= m * x
-    # w-w block: m (|r|^2 I - r r^T)
-    rr = x * x + y * y + z * z
-    for k in range(3):
-        for l in range(3):
-            Mb[3 + k, 3 + l] -= m * r[k] * r[l]
-        Mb[3 + k, 3 + k] += m * rr
-    for j in range(n):
-        d0, d1, d2 = D[0, j], D[1, j], D[2, j]
-        Mb[0, 6 + j] += m * d0
-        Mb[1, 6 + j] += m * d1
-        Mb[2, 6 + j] += m * d2
-        Mb[3, 6 + j] += m * (y * d2 - z * d1)
-        Mb[4, 6 + j] += m * (z * d0 - x * d2)
-        Mb[5, 6 + j] += m * (x * d1 - y * d0)
-        for l in range(j + 1):
-            v = m * (d0 * D[0, l] + d1 * D[1, l] + d2 * D[2, l])
-            Mb[6 + j, 6 + l] += v
-            if l != j:
-                Mb[6 + l, 6 + j] += v
-        hb[6 + j] += m * (d0 * a[0] + d1 * a[1] + d2 * a[2])
-        Fb[6 + j] += m * (d0 * g[0] + d1 * g[1] + d2 * g[2])
-    for j in range(n):
-        for k in range(6):
-            Mb[6 + j, k] = Mb[k, 6 + j]
-    for k in range(3):
-        hb[k] += m * a[k]
-        Fb[k] += m * g[k]
-    hb[3] += m * (y * a[2] - z * a[1])
-    hb[4] += m * (z * a[0] - x * a[2])
-    hb[5] += m * (x * a[1] - y * a[0])
-    Fb[3] += m * (y * g[2] - z * g[1])
-    Fb[4] += m * (z * g[0] - x * g[2])
-    Fb[5] += m * (x * g[1] - y * g[0])

@@ -33,16 +33,21 @@ class _Kernel(CPUDispatcher):
                                          {k: types.unliteral(v) for k, v in kws.items()})
 
 
-def kernel(fn=None, *, inline: bool = False):
+def kernel(fn=None, *, inline: bool = False, reassoc: bool = False):
     """njit(**KERNEL) with calls typed on plain types (_Kernel). inline=True: numba inlines the
     function into every caller (numba's inline='always'), for a kernel that takes many arrays:
     a call passes every field of every array argument (nine values for a 2-D array), which can
-    cost more than the body does."""
+    cost more than the body does. reassoc=True: LLVM may reorder its sums (the fast-math flag
+    reassoc alone), which it needs to vectorise a sum over an array; the result changes by
+    rounding only, and NaN and infinity keep their meaning (no nnan, ninf). The kernels it
+    inlines compile with the same flag."""
     if fn is None:
-        return lambda f: kernel(f, inline=inline)
+        return lambda f: kernel(f, inline=inline, reassoc=reassoc)
     options = {k: v for k, v in KERNEL.items() if k != "cache"}
     if inline:
         options["inline"] = "always"
+    if reassoc:
+        options["fastmath"] = {"reassoc"}
     dispatcher = _Kernel(py_func=fn, locals={}, targetoptions={**options, "nopython": True})
     dispatcher.enable_caching()
     return dispatcher

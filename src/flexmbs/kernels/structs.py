@@ -64,9 +64,10 @@ SYSTEM_FIELDS: tuple[tuple[str, str], ...] = (
     ("mass", "(nb,) body mass [kg]"),
     ("pt_n", "(nb,) number of mass points of the body"),
     ("pt_m", "(nb, npmax) mass of each point [kg]"),
-    ("pt_s", "(nb, npmax, 3) undeformed position of each point in B [m]"),
-    ("pt_P", "(nb, npmax, 3, nmax) translational mode shapes of each point in B [m per unit eta]"),
-    ("pt_H", "(nb, npmax, nmax, nmax) foreshortening matrix: axial displacement -1/2 eta^T H eta [1/m]"),
+    ("pt_s", "(nb, 3, npmax) undeformed position of each point in B [m] (the points last, here and in "
+             "pt_P, pt_H: the sums over them vectorise)"),
+    ("pt_P", "(nb, 3, nmax, npmax) translational mode shapes of each point in B [m per unit eta]"),
+    ("pt_H", "(nb, nmax, nmax, npmax) foreshortening matrix: axial displacement -1/2 eta^T H eta [1/m]"),
     ("Mc", "(nb, 6+nmax, 6+nmax) constant part of the body mass matrix in z = [v; w; etad] (B axes) "
            "[kg, kg m, kg m^2]: all of a rigid body; what its points do not carry for a flexible one"),
     # moments of the mass points (kernels/body.py): with them the sums over points are exact
@@ -245,6 +246,7 @@ def _workspace_fields(S) -> dict:
     nb, nv = S.nb, S.nv
     nc = S.cr_a.shape[0]
     nmax = S.Ke.shape[1]
+    npmax = S.pt_m.shape[1]
     nbd = 6 + nmax
     z = np.zeros
     return dict(
@@ -258,7 +260,8 @@ def _workspace_fields(S) -> dict:
         m_s=z(3), m_Ds=z((3, nmax)), m_sd=z(3), m_sb=z(3), m_R=z((3, 3)), m_wr=z(3), m_wb=z(3),
         m_t1=z(3), m_psi=z(3), m_psid=z(3), m_E=z((3, 3)), m_T=z((3, 3)),
         m_sw=z(3), m_sdw=z(3), m_wrw=z(3), m_TPsi=z((3, nmax)), m_h=z(nmax), m_hd=z(nmax),
-        b_r=z(3), b_a=z(3), b_t=z(3), b_D=z((3, nmax)), b_h=z(nmax), b_hd=z(nmax),
+        b_r=z((3, npmax)), b_a=z((3, npmax)), b_t=z((3, npmax)), b_c=z((3, npmax)), b_D=z((nmax, npmax)),
+        b_h=z((nmax, npmax)), b_hd=z(npmax),
         b_J=z((3, 3)), b_N=z((3, 3)), b_B=z((3, 3, nmax)),
         b_Ce=z((3, 3, nmax)), b_Cx=z((3, nmax)), b_g=z(nmax), b_W1=z((nmax, nmax, nmax)),
         b_W2=z((nmax, 3, nmax)), b_W3=z((nmax, nmax, 3)), b_V=z((nmax, nmax)), b_x=z(3), b_y=z(3),
@@ -379,7 +382,7 @@ def _prototype_system() -> tuple:
         c_R=f((0, 3, 3)), axis1=f((0, 3)), axis2=f((0, 3)), hj_C=f((0, 3, 3)), hj_X=f((0, 3, 3)),
         hj_w=f((0, 3)), hj_m=f((0, 3)), jq=i(0), jnq=i(0), ju=i(0), jnv=i(0),
         quat_q=i(0), quat_u=i(0), tree_top=i(0), tree_sub_ptr=i(1), tree_sub=i(0), nm=i(0), eq=i(0), ev=i(0), eta_max=f((0, 1)), mass=f(0), pt_n=i(0), pt_m=f((0, 1)),
-        pt_s=f((0, 1, 3)), pt_P=f((0, 1, 3, 1)), pt_H=f((0, 1, 1, 1)), Mc=f((0, 7, 7)),
+        pt_s=f((0, 3, 1)), pt_P=f((0, 3, 1, 1)), pt_H=f((0, 1, 1, 1)), Mc=f((0, 7, 7)),
         iv_k=i(0), iv_h=i(0), iv_m=f(0), iv_S=f((0, 3)), iv_A=f((0, 3, 3)), iv_Sb=f((0, 3, 1)),
         iv_Sk=f((0, 3, 3, 1)), iv_C=f((0, 3, 3, 1, 1)), iv_Cx=f((0, 3, 1, 1)), iv_Me=f((0, 1, 1)), iv_G=f((0, 1, 1)),
         iv_HS=f((0, 1, 1, 3)), iv_HP=f((0, 1, 1, 3, 1)), iv_HH=f((0, 1, 1, 1, 1)),
