@@ -115,14 +115,22 @@ def kinetic_energy(Mb, vb, wb, etad, n):
     """1/2 z^T Mb z [J]: the kinetic energy of a body with n modes, mass matrix Mb ((6+n)^2) and
     velocity z = [vb; wb; etad] in its own axes [m/s, rad/s, modal rates]."""
     T = 0.0
-    for i in range(6 + n):
-        zi = vb[i] if i < 3 else (wb[i - 3] if i < 6 else etad[i - 6])
-        acc = 0.0
-        for j in range(6 + n):
-            zj = vb[j] if j < 3 else (wb[j - 3] if j < 6 else etad[j - 6])
-            acc += Mb[i, j] * zj
-        T += zi * acc
+    for i in range(3):
+        T += vb[i] * _row_times(Mb, i, vb, wb, etad, n) + wb[i] * _row_times(Mb, 3 + i, vb, wb, etad, n)
+    for k in range(n):
+        T += etad[k] * _row_times(Mb, 6 + k, vb, wb, etad, n)
     return 0.5 * T
+
+
+@kernel(inline=True)
+def _row_times(Mb, i, vb, wb, etad, n):
+    """Row i of Mb times z = [vb; wb; etad]."""
+    acc = 0.0
+    for j in range(3):
+        acc += Mb[i, j] * vb[j] + Mb[i, 3 + j] * wb[j]
+    for j in range(n):
+        acc += Mb[i, 6 + j] * etad[j]
+    return acc
 
 
 @kernel(inline=True)
