@@ -33,6 +33,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 _CACHE = tempfile.TemporaryDirectory(prefix="perf_rhs-")   # see the module docstring
 os.environ["XDG_CACHE_HOME"] = _CACHE.name
+os.environ["NUMBA_CACHE_DIR"] = _CACHE.name   # a user's NUMBA_CACHE_DIR would win over it
 
 import flexmbs  # noqa: E402  (before numba: the kernels' cache and CPU)
 from numba.core.registry import cpu_target  # noqa: E402

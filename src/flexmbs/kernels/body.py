@@ -124,7 +124,7 @@ def kinetic_energy(Mb, vb, wb, etad, n):
 
 @kernel(inline=True)
 def _row_times(Mb, i, vb, wb, etad, n):
-    """Row i of Mb times z = [vb; wb; etad]."""
+    """Row i of Mb times z = [vb; wb; etad]: a momentum [kg m/s, kg m^2/s, modal]."""
     acc = 0.0
     for j in range(3):
         acc += Mb[i, j] * vb[j] + Mb[i, 3 + j] * wb[j]
@@ -259,9 +259,10 @@ def _point_terms(S, W, b, n, eta, etad, w, g, Mb, hb, Fb):
 @kernel(inline=True)
 def _point_motion(S, W, b, n, npt, eta, etad, w):
     """Each point q's position W.b_r[:, q] = r_q [m], the axial row of its shapes
-    W.b_D[:, q] = P_q[0] - (H_q eta)^T and its acceleration terms
-    W.b_a[:, q] = w x (w x r_q) + 2 w x (D_q etad) + Ddot_q etad [m/s^2] (body axes).
-    Scratch: W.b_h (the columns H_q eta), W.b_t, W.b_c (3 x npmax)."""
+    W.b_D[:, q] = P_q[0] - (H_q eta)^T [m per unit eta] and its acceleration terms
+    W.b_a[:, q] = w x (w x r_q) + 2 w x (D_q etad) + Ddot_q etad [m/s^2] (body axes; w the
+    body's angular velocity [rad/s]). Also W.b_h[:, q] = H_q eta, W.b_t[:, q] = P_q etad
+    [m/s] and W.b_c[:, q] = (eta^T H_q eta, etad^T H_q etad, etad^T H_q eta); W.b_hd scratch."""
     s, P, H = S.pt_s[b], S.pt_P[b], S.pt_H[b]
     h, hd, c, r, t, a, D0 = W.b_h, W.b_hd, W.b_c, W.b_r, W.b_t, W.b_a, W.b_D
     # c[0] = eta^T H eta, c[1] = etad^T H etad, c[2] = etad^T H eta: foreshortening and its rates
@@ -308,8 +309,10 @@ def _point_motion(S, W, b, n, npt, eta, etad, w):
 
 @kernel(inline=True)
 def _point_mode_column(Mb, hb, Fb, pm, P, D0, r, a, g, npt, j):
-    """Column 6 + j of the points' sums: sum m D_j, sum m r x D_j, sum m D_l . D_j (l <= j, and
-    their mirror), sum m D_j . a and sum m D_j . g, D = [D0; P[1]; P[2]] (_point_motion)."""
+    """Column 6 + j of the points' sums, body axes: sum m D_j [kg], sum m r x D_j [kg m],
+    sum m D_l . D_j [kg] (l <= j, and their mirror), sum m D_j . a [N] and sum m D_j . g [N]
+    (per unit modal coordinate), D = [D0; P[1]; P[2]] (_point_motion); pm the point masses
+    [kg], a their acceleration terms [m/s^2], g gravity [m/s^2]."""
     s0 = s1 = s2 = x0 = x1 = x2 = da = 0.0
     for q in range(npt):
         mq = pm[q]

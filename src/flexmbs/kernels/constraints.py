@@ -147,8 +147,9 @@ def constrained_solve(S, W, udot):
     G, X, Sc = W.c_G, W.c_X, W.c_S
     for r in range(nc):
         W.c_lam[r] = 0.0
-        for c in range(nv):
-            X[r, c] = G[r, c]
+        if S.cr_on[r] != 0:
+            for c in range(nv):
+                X[r, c] = G[r, c]
     chol_solve_rows(W.L, X, S.cr_on)
     # Schur complement of the active rows, and its right-hand side G udot - gam
     na = active_gram(S, G, X, Sc)

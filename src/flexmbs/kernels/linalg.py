@@ -151,9 +151,10 @@ def chol_solve_columns(L, X, n, m):
 @kernel(inline=True)
 def chol_solve_rows(L, X, on):
     """Solve (L L^T) y = X[r] in place (X[r] <- y) for each row r of X with on[r] != 0, the
-    rows side by side: one row's substitution is a chain of dependent multiply-adds, and the
-    processor overlaps the independent chains of the others (the rows' inner loops in turn).
-    Multiplies by each pivot's reciprocal, as chol_solve_columns."""
+    rows side by side: entry i of every row, then entry i + 1 of every row. One row's
+    substitution is a chain of dependent multiply-adds; with the rows interleaved, the
+    processor overlaps the chains of different rows. Multiplies by each pivot's reciprocal, as
+    chol_solve_columns."""
     n = L.shape[0]
     for i in range(n):
         d = 1.0 / L[i, i]

@@ -38,9 +38,10 @@ def kernel(fn=None, *, inline: bool = False, reassoc: bool = False):
     function into every caller (numba's inline='always'), for a kernel that takes many arrays:
     a call passes every field of every array argument (nine values for a 2-D array), which can
     cost more than the body does. reassoc=True: LLVM may reorder its sums (the fast-math flag
-    reassoc alone), which it needs to vectorise a sum over an array; the result changes by
-    rounding only, and NaN and infinity keep their meaning (no nnan, ninf). The kernels it
-    inlines compile with the same flag."""
+    reassoc alone), which it needs to vectorise a sum over an array: a sum's rounding then
+    depends on the order LLVM picks (terms that cancel may do so in another order), and NaN
+    and infinity keep their meaning (no nnan, ninf). The kernels it inlines compile with the
+    same flag: use it on kernels of sums of well-scaled terms only."""
     if fn is None:
         return lambda f: kernel(f, inline=inline, reassoc=reassoc)
     options = {k: v for k, v in KERNEL.items() if k != "cache"}

@@ -199,8 +199,11 @@ def _workspace_fields(S) -> dict:
       k_*  kinematics.forward        m_*  kinematics.marker_local / marker_world
       b_*  body.body_terms (moments: b_J inertia tensor, b_B [k, l, j] sum m r_k D_lj, b_N its
            contraction with etad, b_Ce iv_C contracted with eta, b_Cx iv_Cx with etad, b_W1, b_W2, b_W3,
-           b_V the foreshortening moments contracted with eta)
-      i_*  inertia.inertia (per-body Jacobian i_J, z, c, M, h, F)
+           b_V the foreshortening moments contracted with eta; points, the last axis: b_r, b_a,
+           b_t (3, npmax) each point's position [m], acceleration terms [m/s^2] and P etad
+           [m/s], b_c (3, npmax) eta^T H eta, etad^T H etad, etad^T H eta, b_h (nmax, npmax)
+           H eta, b_D (nmax, npmax) D's axial row P[0] - (H eta)^T, b_hd (npmax))
+      i_*  inertia.inertia (the frame rows of a body's Jacobian i_J (6, nv), z, c (6), M, h, F)
       l_*  loads.load_forces         s_*  dynamics.composite_accelerations (solve)
       c_*  constraints               o_*  outputs.sample
       e_*  energy.energies (e_kin (nb): each body's kinetic energy 1/2 z^T Mb z [J], which the
