@@ -15,7 +15,7 @@ e_i^A . e_j^B = 0 (world vectors e^A = A_a E e, e^B = A_b E e).
 from numba import njit
 
 from .kinematics import forward, marker_world
-from .linalg import chol_factor, chol_solve, chol_solve_rows, dot
+from .linalg import chol_factor, chol_solve, chol_solve_columns, dot
 from .rotations import cross
 from .settings import JIT, kernel
 
@@ -147,10 +147,11 @@ def constrained_solve(S, W, udot):
     G, X, Sc = W.c_G, W.c_X, W.c_S
     for r in range(nc):
         W.c_lam[r] = 0.0
-        if S.cr_on[r] != 0:
-            for c in range(nv):
-                X[r, c] = G[r, c]
-    chol_solve_rows(W.L, X, S.cr_on)
+        for c in range(nv):
+            X[r, c] = G[r, c]
+    # all rows at once, the dropped ones too (their X is not read): one row's substitution is a
+    # chain of dependent multiply-adds, and the processor overlaps the chains of the others
+    chol_solve_columns(W.L, X.T, nv, nc)
     # Schur complement of the active rows, and its right-hand side G udot - gam
     na = active_gram(S, G, X, Sc)
     k = 0

@@ -149,32 +149,6 @@ def chol_solve_columns(L, X, n, m):
 
 
 @kernel(inline=True)
-def chol_solve_rows(L, X, on):
-    """Solve (L L^T) y = X[r] in place (X[r] <- y) for each row r of X with on[r] != 0, the
-    rows side by side: entry i of every row, then entry i + 1 of every row. One row's
-    substitution is a chain of dependent multiply-adds; with the rows interleaved, the
-    processor overlaps the chains of different rows. Multiplies by each pivot's reciprocal, as
-    chol_solve_columns."""
-    n = L.shape[0]
-    for i in range(n):
-        d = 1.0 / L[i, i]
-        for r in range(X.shape[0]):
-            if on[r] != 0:
-                s = X[r, i]
-                for k in range(i):
-                    s -= L[i, k] * X[r, k]
-                X[r, i] = s * d
-    for i in range(n - 1, -1, -1):
-        d = 1.0 / L[i, i]
-        for r in range(X.shape[0]):
-            if on[r] != 0:
-                s = X[r, i]
-                for k in range(i + 1, n):
-                    s -= L[k, i] * X[r, k]
-                X[r, i] = s * d
-
-
-@kernel(inline=True)
 def chol_solve_n(L, b, n):
     """Solve (L L^T) x = b[:n] in place with the leading n x n factor of L."""
     for i in range(n):
