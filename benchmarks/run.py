@@ -545,7 +545,7 @@ def _real_time(cfg: argparse.Namespace, rep: Report, case: str, name: str, t_end
         return flexmbs.simulate(system, t_end, inputs=inputs, interpolate=interpolate)
 
     r = sim()
-    log(f"  default: {system.model.solver_method()} at rtol {system.model.solver.rtol:g}, "
+    log(f"  default: {system.model.solver_method()} at rtol {system.model.solver_rtol():g}, "
         f"{r.stats.get('steps', '?')} steps; reference: {reference} ...")
     tight = flexmbs.simulate(system, t_end, inputs=inputs, **reference)
     err = max(float(np.abs(r[j] - tight[j]).max()) for j in joints)

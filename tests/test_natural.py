@@ -23,7 +23,7 @@ STATES = [".q", ".qd"]
 def both(model: Model, t_end: float, dt: float = 0.01):
     # the joint formulation at rtol 1e-11: its dopri5 serves the output points from dense
     # output, whose error on the joint rates is about 20 rtol (2e-9 rad/s at the files' 1e-10)
-    joint = flexmbs.simulate(model, t_end, output_step=dt, rtol=min(model.solver.rtol, 1e-11))
+    joint = flexmbs.simulate(model, t_end, output_step=dt, rtol=min(model.solver_rtol(), 1e-11))
     model.solver.formulation = "natural"
     natural = flexmbs.simulate(model, t_end, output_step=dt)
     return joint, natural

@@ -115,7 +115,7 @@ def test_energy_drift_of_a_conservative_model_is_warned_naming_the_mode(method: 
     assert drifted == warned and len(drift_warnings) == int(warned)
     if warned:
         message = str(drift_warnings[0].message)
-        assert f"{method} at rtol {rtol:g}" in message and "tighten rtol" in message and "method implicit" in message
+        assert f"{method} at rtol {rtol:g}" in message and "tighten rtol" in message and "method radau" in message
         named = float(message.split("Hz)")[0].rsplit("(", 1)[1])
         assert named == pytest.approx(_axial_hz(), rel=1e-2)
 

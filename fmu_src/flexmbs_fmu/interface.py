@@ -103,7 +103,7 @@ def plant_interface(model: Model, system: System) -> Interface:
     parameter(ParameterSpec("solver.max_step", SOLVER, "max_step"), "Real", "s",
               "largest internal step of the adaptive methods", s.max_step, 0.0)
     parameter(ParameterSpec("solver.rtol", SOLVER, "rtol"), "Real", "1",
-              "relative tolerance of the adaptive methods", s.rtol, *RTOL_RANGE)
+              "relative tolerance of the adaptive methods", model.solver_rtol(), *RTOL_RANGE)
 
     inputs = set(system.inputs)
     for s_ in signal_table(system):

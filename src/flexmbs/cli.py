@@ -426,9 +426,9 @@ def check_command(model_file: str, t_end: Optional[float]) -> None:
     click.echo(f"  gravity {list(model.gravity)} m/s^2; {system.nq} position and {system.nv} velocity "
                f"coordinates")
     s = model.solver
-    how = f"step {_fmt(s.step)} s" if settings.method == "rk4" else f"rtol {_fmt(s.rtol)}, max_step {_fmt(s.max_step)} s"
+    how = f"step {_fmt(s.step)} s" if settings.method == "rk4" else f"rtol {_fmt(settings.rtol)}, max_step {_fmt(s.max_step)} s"
     given = "" if s.method is not None else (", the default for a model with flexible bodies"
-                                             if settings.method == "implicit" else ", the default for a rigid model")
+                                             if settings.method == "radau" else ", the default for a rigid model")
     click.echo(f"  solver {settings.method} ({how}{given}), output_step {_fmt(s.output_step)} s")
     rate = step_rate(system, settings)
     if rate is not None:

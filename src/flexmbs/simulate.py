@@ -9,7 +9,7 @@ from typing import Callable, Mapping, Optional, Sequence, Union
 import numpy as np
 
 from . import arguments as args
-from .model.elements import METHODS, Model
+from .model.elements import METHODS, Model, default_rtol
 from .names import lookup
 from .signals import Evaluator, current_start, output_width, pose_slots, signal_table
 from .solvers.stepper import Settings, SolverError, Stepper
@@ -191,13 +191,16 @@ def check_effort(where: str, system: System, settings: Settings, t_end: float) -
     if rate is not None and rate[0] * t_end > args.STEP_BUDGET:
         raise ValueError(f"{where}: about {rate[0] * t_end:.3g} integration steps for {t_end:.3g} s ({rate[1]}), "
                          f"beyond the budget of {args.STEP_BUDGET:.3g}: keep fewer modes, check the body's "
-                         "dimensions and units, use method='implicit', or a shorter t_end")
+                         "dimensions and units, use method='radau' (the default for a flexible model), or a shorter t_end")
 
 
 def settings_of(model: Model, **overrides) -> Settings:
-    """Solver settings from the model file, with keyword overrides (None values ignored)."""
+    """Solver settings from the model file, with keyword overrides (None values ignored); an rtol
+    given by neither is the default of the method that runs (default_rtol)."""
     s = model.solver
-    base = dict(method=model.solver_method(), step=s.step, rtol=s.rtol, atol=s.atol, max_step=s.max_step)
+    method = overrides.get("method") or model.solver_method()
+    rtol = s.rtol if s.rtol is not None else default_rtol(method)   # the default of the method that runs
+    base = dict(method=method, step=s.step, rtol=rtol, atol=s.atol, max_step=s.max_step)
     base.update({k: v for k, v in overrides.items() if v is not None})
     return Settings(**base)
 

@@ -131,7 +131,8 @@ def check_energy(system: System, result: Result, inputs: np.ndarray, settings: S
     mode = _unresolved_mode(system, result, k, settings) if explicit else ""
     fix = "reduce solver.step" if settings.method == "rk4" else "tighten rtol"
     if mode:
-        fix += ", or use method implicit, which damps the stiff modes it does not resolve"
+        fix += (", or use method radau (the default for a flexible model), which damps the stiff modes it does "
+                "not resolve")
     warnings.warn(f"model {system.model.name}: the energy of this conservative model {'rose' if drift > 0 else 'fell'} "
                   f"by {abs(drift):.3g} J by t = {result.time[k]:.4g} s, {abs(drift) / scale:.2g} times the energy its "
                   f"motion exchanges: the integrator's error ({settings.describe()}), not physics{mode}. To keep it, "

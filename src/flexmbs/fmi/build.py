@@ -335,7 +335,7 @@ def build(model_path: Union[str, os.PathLike], out_dir: Union[str, os.PathLike] 
                                 + f"{_TOKEN[fmi_version]} {html.escape(guid_)}.",
                           notes=[_in_version(n, fmi_version) for n in PLANT_NOTES]),
         description=model.description or f"flexmbs plant {model.name}", author=ex.author, version=ex.version,
-        stop_time=ex.stop_time, step_size=ex.step_size or model.solver.output_step, tolerance=model.solver.rtol,
+        stop_time=ex.stop_time, step_size=ex.step_size or model.solver.output_step, tolerance=model.solver_rtol(),
         carry=Carry(kernels=kernels or standalone, standalone=standalone, route=route_of(system.arrays)),
         fmi_version=fmi_version)
 

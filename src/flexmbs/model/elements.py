@@ -337,17 +337,29 @@ class Sensor:
 # the units of each state (rad, m, rad/s, m/s; modal coordinates by their scale): up to 1.
 RTOL_RANGE = (1e-14, 1.0)
 ATOL_MAX = 1.0
+# rtol where none is given, per method (default_rtol). radau (order 5, its Newton iterations
+# converged to 1e-4 of the tolerance) ends 3 to 100 times closer to the solution than dopri5 or
+# the implicit method at the same rtol: at 1e-5 it reaches what they reach at 1e-6, on every
+# flexible model measured, for no more CPU (docs/work-precision.md, "Choice of defaults").
+RTOL_DEFAULT = 1e-6
+RTOL_RADAU = 1e-5
+
+
+def default_rtol(method: str) -> float:
+    """The relative tolerance of `method` when the solver settings give none."""
+    return RTOL_RADAU if method == "radau" else RTOL_DEFAULT
 
 
 @dataclass
 class Solver:
     """method: rk4 (fixed step h [s], warns past its stability bound), dopri5 (adaptive,
     rtol/atol), implicit (adaptive L-stable Rosenbrock-W ROS34PW2 reusing its Jacobian and LU
-    factors, for stiff flexible models), radau (adaptive Radau IIA of order 5 with simplified
-    Newton iterations, for stiff models at tight tolerances); None (the default, Model.solver_method): implicit for a
-    model with a flexible body, dopri5 for a rigid one. max_step [s] bounds the internal
-    step of the adaptive methods; output_step [s] is the sampling of results. rtol within
-    RTOL_RANGE, atol (None: rtol times each state's scale) at most ATOL_MAX. formulation: joint
+    factors), radau (adaptive Radau IIA of order 5 with simplified Newton iterations, for stiff
+    flexible models); None (the default, Model.solver_method): radau for a model with a flexible
+    body, dopri5 for a rigid one. max_step [s] bounds the internal step of the adaptive
+    methods; output_step [s] is the sampling of results. rtol within RTOL_RANGE (None: the
+    method's default, default_rtol: 1e-5 for radau, 1e-6 for the others), atol (None: rtol
+    times each state's scale) at most ATOL_MAX. formulation: joint
     (minimal coordinates, the default, also in FMUs) or natural (rigid mechanisms only: points
     and unit vectors with a constant mass matrix, flexmbs.natural; a cross-check in simulate).
     dynamics: how joint-coordinate forward dynamics is solved: recursive (articulated-body
@@ -358,7 +370,7 @@ class Solver:
 
     method: Optional[Literal["rk4", "dopri5", "implicit", "radau"]] = None
     step: float = 1e-3
-    rtol: float = 1e-6
+    rtol: Optional[float] = None
     atol: Optional[float] = None
     max_step: float = 1e-2
     output_step: float = 1e-2
@@ -412,15 +424,20 @@ class Model:
     source: Optional[str] = None
 
     def solver_method(self) -> str:
-        """The integration method: solver.method, or where it is not given, implicit for a model
+        """The integration method: solver.method, or where it is not given, radau for a model
         with a flexible body and dopri5 for a rigid one. Its flexible bodies' elastic and
         interface modes (hundreds of Hz to kHz) bound dopri5's step by stability and ring
-        undamped at its tolerance; the L-stable implicit method steps over them
-        (docs/work-precision.md: 7.4 times fewer CPU seconds on the three-link arm, and the
-        spin-up beam's stretch to 6e-5 where dopri5 at rtol 1e-6 is 1.1 % off)."""
+        undamped at its tolerance; the L-stable radau steps over them, and at its default rtol
+        ends closer than the implicit method at 1e-6 for no more CPU on every flexible model
+        measured (docs/work-precision.md, "Choice of defaults")."""
         if self.solver.method is not None:
             return self.solver.method
-        return "implicit" if any(b.type != "rigid" for b in self.bodies) else "dopri5"
+        return "radau" if any(b.type != "rigid" for b in self.bodies) else "dopri5"
+
+    def solver_rtol(self) -> float:
+        """The relative tolerance: solver.rtol, or where it is not given, its method's default
+        (default_rtol)."""
+        return self.solver.rtol if self.solver.rtol is not None else default_rtol(self.solver_method())
 
     def body(self, name: str) -> Body:
         for b in self.bodies:

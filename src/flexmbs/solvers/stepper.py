@@ -46,8 +46,8 @@ def likely_cause(system: System, status: int, rk4: tuple[float, float | None, fl
     if rk4 is not None and rk4[1] is not None and rk4[0] > rk4[1] and status in (DIVERGED, NOT_FINITE):
         step, bound, hz = rk4
         return (f" (solver.step {step * 1e3:.4g} ms exceeds RK4's stability bound {bound * 1e3:.4g} ms, set by a "
-                f"mode of {hz:.4g} Hz, as warned at the start: take a step below the bound, or method implicit, "
-                "which steps over stiff modes)")
+                f"mode of {hz:.4g} Hz, as warned at the start: take a step below the bound, or method radau (the "
+                "default for a flexible model), which steps over stiff modes)")
     if system.assembly_energy:
         name, energy = max(system.assembly_energy.items(), key=lambda item: item[1])
         return (f" (the loop assembly put about {energy:.3g} J of elastic energy into flexible body {name!r} at "
@@ -437,7 +437,8 @@ class Stepper:
                 f"model {self.system.model.name}: solver.step {self.settings.step * 1e3:.4g} ms exceeds RK4's "
                 f"stability bound {bound * 1e3:.4g} ms at t = {t:g} s, set by a mode of {abs(lam) / (2 * np.pi):.4g} Hz "
                 f"(damping ratio {max(-lam.real, 0.0) / abs(lam):.2g}) of the linearised system; the run will likely diverge: "
-                f"use a step below the bound, method dopri5, or method implicit for stiff models",
+                f"use a step below the bound, method dopri5, or method radau (the default for a flexible model) "
+                "for stiff models",
                 StabilityWarning, stacklevel=3)
         return bound
 

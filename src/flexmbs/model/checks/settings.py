@@ -8,7 +8,7 @@ import re
 from ..elements import ATOL_MAX, METHODS, RTOL_RANGE, Export, Parameter, Solver
 from ..errors import Loc, show
 from ..paths import PathError, get_value, unit_of
-from .base import Checks, accepts, choices, num
+from .base import Checks, choices, num
 
 _FMI_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z][A-Za-z0-9_]*)*$")
 
@@ -21,8 +21,9 @@ class SettingsChecks(Checks):
             self.choice(loc + ("method",), s.method, METHODS)
         self.choice(loc + ("formulation",), s.formulation, choices(Solver, "formulation"))
         self.choice(loc + ("dynamics",), s.dynamics, choices(Solver, "dynamics"))
-        self.numbers(loc, s, ("step", "rtol", "max_step", "output_step"), "positive")
-        if accepts(s.rtol, "positive") and not RTOL_RANGE[0] <= s.rtol <= RTOL_RANGE[1]:
+        self.numbers(loc, s, ("step", "max_step", "output_step"), "positive")
+        if s.rtol is not None and self.number(loc + ("rtol",), s.rtol, "positive") \
+                and not RTOL_RANGE[0] <= s.rtol <= RTOL_RANGE[1]:
             self.add(loc + ("rtol",), f"expected a tolerance from {RTOL_RANGE[0]:g} (what double precision "
                                       f"can meet) to {RTOL_RANGE[1]:g} (100 %), got {show(s.rtol)}")
         if s.atol is not None and self.number(loc + ("atol",), s.atol, "positive") and s.atol > ATOL_MAX:
