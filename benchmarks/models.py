@@ -6,6 +6,8 @@
   ``chain_links``.
 * ``chain_state(n)``: the state at which all codes evaluate the chain's accelerations.
 * ``four_bar_chain(n)``: n coupled four-bars (the ``loops_chain`` case).
+* ``flexible_slider_crank()``: a slider-crank with an aluminium connecting rod, written as a user
+  writes one from docs/model-file.md (the ``slider_crank_flex`` case of work_precision.py).
 * ``DOUBLE_PENDULUM``: the data of models/double_pendulum.yaml for the peers.
 """
 
@@ -123,3 +125,33 @@ def four_bar_chain(n: int) -> dict:
         out["loops"]["cuts"].append(dict(cut, name=cut["name"] + sfx, parent="coupler" + sfx,
                                          child="rocker" + sfx))
     return out
+
+
+def flexible_slider_crank() -> dict:
+    """The model dict of a slider-crank whose connecting rod is a beam (aluminium, 0.4 m, 12 x
+    4 mm, 6 elements, 2 modes plus its interface modes, 2 % modal damping), every solver setting
+    at its default but the 5 ms output step: the crank of models/slider_crank.yaml, driven by
+    the torque input crank.tau [N m], a 0.5 kg slider on a prismatic joint along x, the loop
+    closed by a revolute cut joint at the slider's pin. At 0.5 N m from rest the crank turns
+    about 64 rad in 1 s."""
+    base = yaml.safe_load((models_dir() / "slider_crank.yaml").read_text())
+    crank = next(b for b in base["bodies"] if b["name"] == "crank")
+    rod = {"name": "rod", "type": "beam", "length": 0.4, "elements": 6, "modes": 2,
+           "material": {"E": 6.9e10, "G": 2.6e10, "rho": 2700},
+           "section": {"shape": "rectangle", "width": 0.012, "height": 0.004},
+           "damping": {"modal": [0.02, 0.02]},
+           "markers": [{"name": "root", "x": 0}, {"name": "end", "x": 0.4}]}
+    slider = {"name": "slider", "type": "rigid", "mass": 0.5, "com": [0, 0, 0], "inertia": [1e-4, 1e-4, 1e-4],
+              "markers": [{"name": "pin", "position": [0, 0, 0]}]}
+    hinge = {"type": "revolute", "axis": [0, 0, 1]}
+    return {"name": "flexible_slider_crank", "gravity": base["gravity"], "ground": base["ground"],
+            "bodies": [crank, rod, slider],
+            "joints": [dict(hinge, name="crank", parent="ground", parent_marker="o", child="crank",
+                            child_marker="root", drive={"type": "torque"}),
+                       dict(hinge, name="rod_pin", parent="crank", parent_marker="pin", child="rod",
+                            child_marker="root", q0=0.0),
+                       {"name": "slide", "type": "prismatic", "parent": "ground", "parent_marker": "o",
+                        "child": "slider", "child_marker": "pin", "axis": [1, 0, 0], "q0": 0.5}],
+            "loops": {"cuts": [dict(hinge, name="wrist", parent="rod", parent_marker="end", child="slider",
+                                    child_marker="pin")]},
+            "solver": {"output_step": 0.005}}

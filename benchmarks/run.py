@@ -79,8 +79,9 @@ OUTPUT_DT = 0.01            # output sampling of the pendulum and the spin-up [s
 # spin-up candidates: the cheapest one that meets SPIN_TOL is compared (benchmarks/README.md).
 # flexmbs: corotational chains of floating frames (the single frame tops out at 2.1e-3 m, its
 # foreshortening model's error); `elements` is the total, `modes` per frame; no method = the
-# model file's default; max_step [s] = OUTPUT_DT unless given (larger: the implicit method steps
-# past the 10 ms samples up to it and interpolates them, simulate(interpolate=True)).
+# model file's (radau, the default for a flexible model); max_step [s] = OUTPUT_DT unless given
+# (larger: the implicit method or radau steps past the 10 ms samples up to it and interpolates
+# them, simulate(interpolate=True)).
 OURS_SPIN = [
     dict(segments=2, elements=4, modes=2, method="implicit", rtol=1e-3),
     dict(segments=2, elements=4, modes=2, method="implicit", rtol=1e-4),
@@ -88,6 +89,9 @@ OURS_SPIN = [
     dict(segments=2, elements=4, modes=2, method="implicit", rtol=1e-3, max_step=0.05),
     dict(segments=3, elements=3, modes=2, method="implicit", rtol=1e-3, max_step=0.05),
     dict(segments=3, elements=3, modes=2, method="implicit", rtol=1e-3, max_step=0.1),
+    dict(segments=2, elements=4, modes=2, method="radau", rtol=1e-3, max_step=0.1),
+    dict(segments=3, elements=3, modes=2, method="radau", rtol=1e-3, max_step=0.05),
+    dict(segments=3, elements=3, modes=2, method="radau", rtol=1e-3, max_step=0.1),
     dict(segments=2, elements=4, modes=2, method="implicit", rtol=1e-3, cantilever=True),
     dict(segments=2, elements=4, modes=2, method="rk4", step=1e-2, cantilever=True),
     dict(segments=3, elements=3, modes=2, method="rk4", step=5e-3, cantilever=True),

@@ -19,6 +19,13 @@ Cases (short runs, so the study takes minutes on a busy 2-core machine):
   setting at its default (the acceleration shapes in the basis, radau at rtol 1e-5, max_step
   10 ms), 4 s; error: tip deflection [m]; reference: RK4 at h = 0.5 ms (hω = 0.38 for the
   121 Hz axial shape).
+- three_link_arm: the three-link arm as shipped (a flexible forearm whose tip carries the wrist
+  on its interface modes, kHz and undamped; every solver setting at its default), 1 s of free
+  fall from rest; error: the three joint angles [rad]; reference: dopri5 at rtol 1e-10.
+- slider_crank_flex: a slider-crank with an aluminium rod written from the docs
+  (benchmarks/models.flexible_slider_crank: interface modes, 2 % damping, every solver setting
+  at its default), 0.5 N m on the crank from rest for 1 s (it turns about 64 rad); error: the
+  crank and rod angles [rad]; reference: dopri5 at rtol 1e-10.
 - loops_chain: 4 coupled rigid four-bars (benchmarks/models.four_bar_chain(4): 9 bodies, 4 cut
   joints, the recursive route with loops) falling from rest under gravity for 2 s, max_step
   50 ms (its file's 10 ms bounds every tolerance's step); error: the crank's and the last
@@ -83,6 +90,10 @@ def cases() -> dict:
                                 ["crank.q", "rocker.q"], dict(method="implicit", rtol=1e-9), [2e-5, 5e-5], {}),
         "spin_up_plain": (_plain_spin_up(), 4.0, None, ["beam.tip_deflection[2]"], dict(method="rk4", step=5e-4),
                           [5e-3, 1e-2, 2.5e-2], {}),
+        "three_link_arm": (flexmbs.load_model("three_link_arm"), 1.0, None, ["shoulder.q", "elbow.q", "wrist.q"],
+                           dict(method="dopri5", rtol=1e-10), [5e-5, 1e-4, 2e-4], {}),
+        "slider_crank_flex": (model_from_dict(models.flexible_slider_crank()), 1.0, {"crank.tau": 0.5},
+                              ["crank.q", "rod_pin.q"], dict(method="dopri5", rtol=1e-10), [2e-5, 5e-5], {}),
         "loops_chain": (model_from_dict(models.four_bar_chain(4)), 2.0, None, ["crank.q", "rocker_3.q"],
                         dict(method="dopri5", rtol=1e-11), [1e-3, 2e-3, 5e-3], dict(max_step=0.05)),
     }
@@ -175,13 +186,14 @@ def plot(name, rows, unit, path):
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cases", default="huang,spin_up,spin_up_plain,spin_up_seg4,crank_rocker,crank_rocker_static,"
-                                         "loops_chain")
+                                         "three_link_arm,slider_crank_flex,loops_chain")
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--plot", action="store_true")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     units = {"huang": "rad", "spin_up": "m", "spin_up_seg4": "m", "crank_rocker": "rad", "crank_rocker_static": "rad",
-             "spin_up_plain": "m", "loops_chain": "rad"}
+             "spin_up_plain": "m", "three_link_arm": "rad", "slider_crank_flex": "rad",
+             "loops_chain": "rad"}
     all_cases = cases()
     img = Path(__file__).resolve().parent.parent / "docs" / "img"
     for name in args.cases.split(","):
