@@ -11,6 +11,8 @@ import flexmbs
 from flexmbs.model import Body, Joint, Load, Marker, Model, ModelError, Solver
 from flexmbs.model.elements import Export, Parameter
 from flexmbs.model.paths import PathError, get_value, set_value, unit_of
+from flexmbs.simulate import settings_of
+from flexmbs_fmu.plant import Plant
 
 
 def test_paths_read_and_write_numbers_and_list_items() -> None:
@@ -36,6 +38,30 @@ def test_paths_read_and_write_numbers_and_list_items() -> None:
 def test_bad_paths_say_what_is_wrong(path: str, words: str) -> None:
     with pytest.raises(PathError, match=words.replace("[", r"\[")):
         get_value(compound_pendulum(), path)
+
+
+def test_an_unset_rtol_is_the_default_of_the_method_that_runs() -> None:
+    """A model without solver.rtol takes its method's default (model-file.md `rtol`: radau 1e-5,
+    the others 1e-6), through a parameter path too; a method chosen at run time runs at its own
+    default unless an rtol is given, in simulate's settings and in a plant FMU alike (whose
+    solver.rtol left at its start value counts as not given)."""
+    flexible = flexmbs.load_model("three_link_arm")
+    assert flexible.solver.rtol is None and flexible.solver_method() == "radau"
+    assert flexible.solver_rtol() == get_value(flexible, "solver.rtol") == 1e-5
+    assert settings_of(flexible).rtol == 1e-5
+    assert settings_of(flexible, method="implicit").rtol == 1e-6
+    assert settings_of(flexible, method="implicit", rtol=3e-5).rtol == 3e-5
+    rigid = compound_pendulum()
+    assert (rigid.solver_method(), rigid.solver_rtol()) == ("dopri5", 1e-6)
+    assert settings_of(rigid, method="radau").rtol == 1e-5
+    runs = {}
+    for given in ({}, {"solver.method": "implicit"}, {"solver.method": "implicit", "solver.rtol": 3e-5}):
+        plant = Plant(flexible)
+        for name, value in given.items():
+            plant.set_parameter(name, value)
+        plant.configure()
+        runs[tuple(given)] = (plant.settings.method, plant.settings.rtol)
+    assert list(runs.values()) == [("radau", 1e-5), ("implicit", 1e-6), ("implicit", 3e-5)]
 
 
 def test_parameter_changes_the_physics_it_names() -> None:

@@ -9,7 +9,7 @@ from typing import Callable, Mapping, Optional, Sequence, Union
 import numpy as np
 
 from . import arguments as args
-from .model.elements import METHODS, Model, default_rtol
+from .model.elements import METHODS, Model
 from .names import lookup
 from .signals import Evaluator, current_start, output_width, pose_slots, signal_table
 from .solvers.stepper import Settings, SolverError, Stepper
@@ -196,11 +196,10 @@ def check_effort(where: str, system: System, settings: Settings, t_end: float) -
 
 def settings_of(model: Model, **overrides) -> Settings:
     """Solver settings from the model file, with keyword overrides (None values ignored); an rtol
-    given by neither is the default of the method that runs (default_rtol)."""
+    given by neither is the default of the method that runs (Model.solver_rtol)."""
     s = model.solver
     method = overrides.get("method") or model.solver_method()
-    rtol = s.rtol if s.rtol is not None else default_rtol(method)   # the default of the method that runs
-    base = dict(method=method, step=s.step, rtol=rtol, atol=s.atol, max_step=s.max_step)
+    base = dict(method=method, step=s.step, rtol=model.solver_rtol(method), atol=s.atol, max_step=s.max_step)
     base.update({k: v for k, v in overrides.items() if v is not None})
     return Settings(**base)
 

@@ -338,9 +338,10 @@ class Sensor:
 RTOL_RANGE = (1e-14, 1.0)
 ATOL_MAX = 1.0
 # rtol where none is given, per method (default_rtol). radau (order 5, its Newton iterations
-# converged to 1e-4 of the tolerance) ends 3 to 100 times closer to the solution than dopri5 or
-# the implicit method at the same rtol: at 1e-5 it reaches what they reach at 1e-6, on every
-# flexible model measured, for no more CPU (docs/work-precision.md, "Choice of defaults").
+# converged to 1e-4 of the tolerance) ends 3 to 1000 times closer to the solution than the
+# implicit method at the same rtol, and at 1e-5 closer than the implicit method at 1e-6 for
+# about the same CPU or less on every flexible model measured (docs/work-precision.md, "Choice
+# of defaults"; dopri5 at 1e-6 stays closer still where its steps are stable).
 RTOL_DEFAULT = 1e-6
 RTOL_RADAU = 1e-5
 
@@ -428,16 +429,16 @@ class Model:
         with a flexible body and dopri5 for a rigid one. Its flexible bodies' elastic and
         interface modes (hundreds of Hz to kHz) bound dopri5's step by stability and ring
         undamped at its tolerance; the L-stable radau steps over them, and at its default rtol
-        ends closer than the implicit method at 1e-6 for no more CPU on every flexible model
-        measured (docs/work-precision.md, "Choice of defaults")."""
+        ends closer than the implicit method at 1e-6 for about the same CPU or less on every
+        flexible model measured (docs/work-precision.md, "Choice of defaults")."""
         if self.solver.method is not None:
             return self.solver.method
         return "radau" if any(b.type != "rigid" for b in self.bodies) else "dopri5"
 
-    def solver_rtol(self) -> float:
-        """The relative tolerance: solver.rtol, or where it is not given, its method's default
-        (default_rtol)."""
-        return self.solver.rtol if self.solver.rtol is not None else default_rtol(self.solver_method())
+    def solver_rtol(self, method: Optional[str] = None) -> float:
+        """The relative tolerance: solver.rtol, or where it is not given, the default of `method`
+        (None: the model's, solver_method) (default_rtol)."""
+        return self.solver.rtol if self.solver.rtol is not None else default_rtol(method or self.solver_method())
 
     def body(self, name: str) -> Body:
         for b in self.bodies:

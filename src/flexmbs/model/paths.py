@@ -78,7 +78,7 @@ def _resolve(model: Model, path: str) -> tuple[Any, str, Optional[int], list[str
             fields = ", ".join(f.name for f in dataclasses.fields(obj)) if dataclasses.is_dataclass(obj) else ""
             raise PathError(f"path {path!r}: {name!r} is not a field of {'.'.join(walked) or 'the model'}"
                             + (f"; fields: {fields}" if fields else ""))
-        value = getattr(obj, name)
+        value = _value(model, obj, name)
         if k == len(steps) - 1:
             _check_number(path, value, index)
             return obj, name, index, walked + [name]
@@ -88,6 +88,13 @@ def _resolve(model: Model, path: str) -> tuple[Any, str, Optional[int], list[str
         walked.append(name)
         k += 1
     raise PathError(f"path {path!r} is empty")
+
+
+def _value(model: Model, obj: Any, name: str) -> Any:
+    """Field `name` of `obj`; the solver's rtol where the model leaves it to its method, that
+    method's default (Model.solver_rtol)."""
+    value = getattr(obj, name)
+    return model.solver_rtol() if value is None and obj is model.solver and name == "rtol" else value
 
 
 def _check_number(path: str, value: Any, index: Optional[int]) -> None:
@@ -106,7 +113,7 @@ def _check_number(path: str, value: Any, index: Optional[int]) -> None:
 def get_value(model: Model, path: str) -> float:
     """The number at `path` [its unit]."""
     obj, name, index, _ = _resolve(model, path)
-    value = getattr(obj, name)
+    value = _value(model, obj, name)
     if index is None:
         return float(value)
     return float(_flat(value)[index - 1])
