@@ -24,6 +24,7 @@ import flexmbs
 from flexmbs import ModelError, load_model
 from flexmbs.compile import AssemblyWarning
 from flexmbs.model import Body, Joint, Marker, Material, Model, Section, model_from_dict, validate
+from flexmbs.model import catalog
 from flexmbs.model.catalog import models_dir
 from flexmbs.model.loader import FILE_LIMITS
 from flexmbs.model.paths import set_value
@@ -318,6 +319,15 @@ def test_a_model_given_by_name_or_path_runs_as_the_loaded_model() -> None:
         np.testing.assert_array_equal(flexmbs.simulate(spec, 0.05).states, loaded.states)
     with pytest.raises(ModelError, match="no shipped model of that name"):
         flexmbs.simulate("no_such_model", 0.05)
+
+
+def test_a_name_where_no_models_are_shipped_says_to_pass_a_path(monkeypatch, tmp_path: Path) -> None:
+    """The flexmbs a plant FMU carries, or a source tree, has no models folder: a name then gets
+    the reason and the fix instead of an empty list of shipped models."""
+    monkeypatch.setattr(catalog, "models_dir", lambda: tmp_path)
+    with pytest.raises(ModelError) as info:
+        load_model("three_link_arm")
+    assert "has no shipped models" in str(info.value) and "pass a model file's path" in str(info.value)
 
 
 @pytest.mark.parametrize("replacement", ["rtol: 50", "rtol: 1.0e-16", "rtol: 1.0e-6\n  atol: 3.0"])

@@ -43,5 +43,8 @@ def resolve(spec: Union[str, os.PathLike]) -> Path:
     known = shipped_models()
     if name in known:
         return known[name]
+    shipped = (f"shipped models: {', '.join(known)}" if known else
+               f"the flexmbs in this process ({Path(str(resources.files('flexmbs')))}) has no shipped models "
+               "(the copy a plant FMU carries and a source tree have none); pass a model file's path")
     raise ModelError([Issue("", f"no model file {str(spec)!r} and no shipped model of that name"
-                             f"{did_you_mean(name, known)}; shipped models: {', '.join(known)}", str(spec))])
+                             f"{did_you_mean(name, known)}; {shipped}", str(spec))])
