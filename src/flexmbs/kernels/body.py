@@ -182,7 +182,9 @@ def weight(Mc, b, gb):
 
 @kernel
 def _momentum(Mc, b, k, vb, wb, etad, n):
-    """Row k of Mc[b] z, z = [vb; wb; etad]."""
+    """Row k of Mc[b] z, z = [vb; wb; etad]. It repeats _row_times on purpose: passing it the
+    slice Mc[b] made the rigid recursion's right-hand side about 10 % slower (the double
+    pendulum's RK4 run from 0.678 to 0.745 of exudyn's, stop 49)."""
     acc = 0.0
     for j in range(3):
         acc += Mc[b, k, j] * vb[j] + Mc[b, k, 3 + j] * wb[j]
