@@ -170,9 +170,11 @@ def _subset(result: Result, names: Sequence[str]) -> Result:
 @click.option("--t-end", type=click.FloatRange(min=0.0, min_open=True), required=True,
               help="End time [s].")
 @click.option("--method", type=click.Choice(METHODS), default=None,
-              help="Integrator (default: the model's solver.method).")
+              help="Integrator (default: the model's solver.method, else radau for a model with a flexible "
+                   "body, dopri5 for a rigid one).")
 @click.option("--rtol", type=click.FloatRange(min=0.0, min_open=True), default=None,
-              help="Relative tolerance of dopri5/implicit/radau.")
+              help="Relative tolerance of dopri5/implicit/radau (default: the model's solver.rtol, else the "
+                   "method's: 1e-5 for radau, 1e-6 for the others).")
 @click.option("--atol", type=click.FloatRange(min=0.0, min_open=True), default=None,
               help="Absolute tolerance (default: rtol times the state scales).")
 @click.option("--step", type=click.FloatRange(min=0.0, min_open=True), default=None,
