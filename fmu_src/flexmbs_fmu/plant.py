@@ -114,7 +114,6 @@ class Plant:
         self.specs = self.interface.parameters
         pvars = self.interface.by_causality("parameter")
         self.params: dict[str, object] = {v.name: v.start for v in pvars}
-        self.starts = dict(self.params)
         self.ranges = {v.name: (v.min, v.max) for v in pvars}
         # inputs, y and flags are the arrays the FMU's C front end reads and writes directly
         # (PlantSlave.fmi_fast_path): they are allocated here once and only ever changed in place
@@ -183,8 +182,8 @@ class Plant:
         self.stale = False
         self.system = self._compile(self._model_values(self.params))
         solver = {s.path: self.params[s.name] for s in self.specs if s.kind == SOLVER}
-        if self.base.solver.rtol is None and solver["rtol"] == self.starts["solver.rtol"]:
-            solver["rtol"] = None   # left to the method that runs, as simulate leaves it
+        if self.base.solver.rtol is None and solver["rtol"] == self.base.solver_rtol():
+            solver["rtol"] = None   # at its start value: left to the method that runs, as simulate leaves it
         self.settings = settings_of(self.system.model, **solver)
         # effort's estimate, computed here once, not at every step (5 us for dopri5)
         self.rate = step_rate(self.system, self.settings)
