@@ -13,7 +13,7 @@ import numpy as np
 from ..arguments import number, tolerances
 from ..loops import OPEN as LOOP_OPEN_RESIDUAL
 from ..loops import Loops, free_columns, projection_weights
-from ..model.elements import METHODS
+from ..model.elements import METHODS, default_rtol
 from ..system import System, state_scales
 from ..kernels.entry import apply_prescribed
 from .common import (DIVERGED, DOPRI5, IMPLICIT, LOOP_OPEN, MESSAGES, NEWTON_FAILED, NOT_FINITE, OK, RADAU, RK4, SINGULAR,
@@ -139,14 +139,19 @@ IMPLICIT_BLOCK = 2000
 
 @dataclass
 class Settings:
-    """method: rk4 | dopri5 | implicit | radau; step: RK4 step / initial step [s]; rtol; atol: None ->
-    rtol times the state scales; max_step [s]."""
+    """method: rk4 | dopri5 | implicit | radau; step: RK4 step / initial step [s]; rtol: None ->
+    the method's default (model.elements.default_rtol, as a model file without one gets); atol:
+    None -> rtol times the state scales; max_step [s]."""
 
     method: str = "dopri5"
     step: float = 1e-3
-    rtol: float = 1e-6
+    rtol: float | None = None
     atol: float | None = None
     max_step: float = 1e-2
+
+    def __post_init__(self) -> None:
+        if self.rtol is None:
+            self.rtol = default_rtol(self.method)
 
     def check(self, where: str = "solver settings") -> None:
         """Raise ValueError naming the first invalid setting (a method not in METHODS, a step or
