@@ -78,9 +78,11 @@ class Rollback:
         self.stepper = st = stepper
         method = st.settings.method
         implicit = method in IMPLICIT_METHODS
-        self.arrays = [st.K[6:]] + ([st.Jac, st.LU, st.piv, st.memo, st.hf] if implicit else []) \
-            + ([st.LU2, st.piv2, st.R[6:9], st.rctl] if method == "radau" else []) \
-            + ([st.K[:1], st.ctl, st.x_i, st.D, st.span, st.x_last] if method == "dopri5" else [])
+        if method == "dopri5":   # all of it in one array (Stepper.memory)
+            self.arrays = [st.memory]
+        else:
+            self.arrays = [st.K[6:]] + ([st.Jac, st.LU, st.piv, st.memo, st.hf] if implicit else []) \
+                + ([st.LU2, st.piv2, st.R[6:9], st.rctl] if method == "radau" else [])
         self.copies = [a.copy() for a in self.arrays]
         self.scalars: tuple = ()
 

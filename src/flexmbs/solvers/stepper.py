@@ -188,7 +188,11 @@ class Stepper:
         self.interpolate = interpolate and self.code in (IMPLICIT, RADAU)
         nx = system.nx
         self.W = system.workspace()
-        self.K = np.zeros((7, nx))
+        # dopri5's memory (and the stages K every method uses) in one array, of which K, ctl,
+        # x_i, D, span and x_last are views, so that a plant's rollback copies it at once
+        # (0.12 us a copy, seven copies before; flexmbs_fmu.plant.Rollback)
+        self.memory = np.zeros(14 * nx + 4)
+        self.K = self.memory[:7 * nx].reshape(7, nx)
         self.xs = np.zeros(nx)
         self.err = np.zeros(nx)
         self.Jac = np.zeros((nx, nx))
@@ -208,7 +212,8 @@ class Stepper:
         self.cv = np.zeros(nr, dtype=np.complex128)
         self.rctl = np.zeros(4)
         self.no_t, self.no_X = np.zeros(0), np.zeros((0, nx))   # ... a call without samples
-        self.ctl = np.array([ERR_FLOOR, 0.0])   # dopri5's step controller (explicit._next_step)
+        self.ctl = self.memory[14 * nx:14 * nx + 2]   # dopri5's step controller (explicit._next_step)
+        self.ctl[0] = ERR_FLOOR
         self.scale = state_scales(system)
         self.atol = np.full(nx, settings.atol) if settings.atol is not None else settings.rtol * self.scale
         self.stability_bound: float | None = None   # RK4: from the first call [s]
@@ -231,11 +236,11 @@ class Stepper:
         self.dense = dense and self.code == DOPRI5
         self.own_stale = False
         self.t_i: float | None = None
-        self.x_i = np.zeros(nx)
-        self.D = np.zeros((5, nx))
-        self.span = np.zeros(2)
+        self.x_i = self.memory[7 * nx:8 * nx]
+        self.D = self.memory[8 * nx:13 * nx].reshape(5, nx)
+        self.span = self.memory[14 * nx + 2:]
         self.t_last = np.nan
-        self.x_last = np.zeros(nx)
+        self.x_last = self.memory[13 * nx:14 * nx]
         self.u_last = np.zeros(0)
 
     @property
