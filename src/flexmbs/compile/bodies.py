@@ -134,11 +134,16 @@ def _inertia(bodies: list[Body], flex: dict[str, FlexBodyData], nmax: int) -> di
 
 
 def _moment_cost(npt: int, n: int, foreshortening: bool) -> tuple[float, float]:
-    """Estimated floating-point operations of one body_terms call by the mass-point sum and by
-    the point moments (kernels/body.py), for npt points and n modes: the moments are used when
-    cheaper (their foreshortening part grows as n^4, the point sum as npt n^2)."""
-    points = npt * (3.5 * n * n + 25.0 * n + 40.0)
-    moments = 30.0 * n * n + 40.0 * n + ((2.0 * n + 12.0) * n**3 if foreshortening else 0.0)
+    """The time [us] of one right-hand side that the mass-point sum and the point moments
+    (kernels/body.py) take beyond their common part, for npt points and n modal coordinates:
+    the moments are used when cheaper. The shapes are the routes' arithmetic (per point its
+    n x n products; the moments' contractions, n^3 with foreshortening); the coefficients are
+    the least-squares fit of benchmarks/body_routes.py on this machine (2026-11-30: 56 beam
+    pendulums, 9 to 49 points, n = 2 to 11; it picks the slower route on 3 of them, by at most
+    0.26 us, where the former operation counts did on 7, by up to 0.44 us, the spin-up beam's
+    3.10 us right-hand side among them, 2.86 us by the points)."""
+    points = npt * (0.0119 + 0.00092 * n * n)
+    moments = 0.0035 * n * n + (0.0072 * n**3 if foreshortening else 0.0)
     return points, moments
 
 
