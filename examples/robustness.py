@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
 
     design = huang_servo()
     study = Study(design, args.fmus.resolve())
-    study.build_missing()
+    study.build_needed()
     nominal = study.nominal()
     params = [parameter(n, s) for n, s in UNCERTAIN.items()]
     sets = parameter_sets("lhs", params, nominal, samples=args.samples, seed=16)

@@ -406,3 +406,86 @@ def test_ctrl_c_leaves_one_line_and_the_finished_rows(study, tmp_path) -> None:
     assert err.count("interrupted: the finished runs are in rows.csv") == 1, err
     finished = rows.read_text().splitlines()[1:]
     assert finished and all(line.count(",") >= 4 for line in finished)
+
+
+def test_an_fmu_of_another_version_of_the_model_is_built_again(study, tmp_path) -> None:
+    """FMUs built from an earlier version of the model file (here one without the elbow_inertia
+    parameter that the spec's axis sets): the command builds the plant again, says why, and
+    runs; a parameter that the model does not have at all is refused before any run, naming
+    the closest ones."""
+    import shutil
+
+    from click.testing import CliRunner
+
+    from flexmbs.cli import main
+    from flexmbs.fmi.build import build
+    from flexmbs.model.catalog import models_dir
+
+    text = (models_dir() / "huang_two_link.yaml").read_text()
+    elbow = next(line for line in text.splitlines() if "name: elbow_inertia" in line)
+    model, fmus = tmp_path / "huang_two_link.yaml", tmp_path / "fmus"
+    model.write_text(text.replace(elbow + "\n", ""))
+    build(model, fmus)
+    for block in study.fmu_dir.glob("*.fmu"):
+        if block.stem != "huang_two_link":
+            shutil.copy(block, fmus)
+    model.write_text(text)
+    spec = tmp_path / "spec.yaml"
+    base = (SPEC.format(fmus=fmus).replace("model: huang_two_link", f"model: {model}")
+            .replace("values: [0.9, 1.1], relative: true", "values: [1.0], relative: true")
+            .replace("values: [10.0, 13.0]", "values: [12.0]"))
+    spec.write_text(base)
+    res = CliRunner().invoke(main, ["sweep", str(spec), "--workers", "1", "--no-progress"])
+    assert res.exit_code == 0, res.output
+    assert [line.startswith("built ") for line in res.output.splitlines()].count(True) == 1, res.output
+    assert f"built {fmus / 'huang_two_link.fmu'} (built from another version of huang_two_link.yaml)" in res.output
+    import pandas as pd
+    assert list(pd.read_parquet(tmp_path / "out" / "rows.parquet")["status"]) == ["ok"]
+    spec.write_text(base.replace("inertia_parameter: elbow_inertia", "inertia_parameter: elbow_inertis"))
+    res = CliRunner().invoke(main, ["sweep", str(spec), "--no-progress"])
+    assert res.exit_code == 1 and "has no parameter 'elbow_inertis' (did you mean 'elbow_inertia'" in res.output, \
+        res.output
+
+
+def test_a_sweep_without_a_run_that_ended_ok_fails(study, tmp_path) -> None:
+    """Every run diverging: the rows are written with their messages, and the command says that
+    there is nothing to plot and exits with status 1 (a script sees it)."""
+    from click.testing import CliRunner
+
+    from flexmbs.cli import main
+
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(SPEC.format(fmus=study.fmu_dir).replace(
+        "    arm.payload: {values: [0.9, 1.1], relative: true}\n    c_elbow.kd: {values: [10.0, 13.0]}",
+        "\n".join(f"    {k}: {{values: [{v}]}}" for k, v in DIVERGING.items())))
+    res = CliRunner().invoke(main, ["sweep", str(spec), "--workers", "1", "--no-progress"])
+    assert res.exit_code == 1 and "no run ended ok" in res.output, res.output
+    assert "1 diverged" in res.output and (tmp_path / "out" / "rows.csv").is_file(), res.output
+
+
+def test_a_missing_design_extra_is_named_before_anything_is_built(study, tmp_path, monkeypatch) -> None:
+    """Without Dask (the design extra) the command says what to install, before it builds."""
+    import importlib.util
+
+    from click.testing import CliRunner
+
+    from flexmbs.cli import main
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "distributed" else find_spec(name, *a))
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(SPEC.format(fmus=tmp_path / "fmus"))
+    res = CliRunner().invoke(main, ["sweep", str(spec), "--no-progress"])
+    assert res.exit_code == 1 and "pip install 'flexmbs[design]'" in res.output, res.output
+    assert not (tmp_path / "fmus").exists()
+
+
+def test_freeing_instances_never_initialised_logs_no_error(study, capfd) -> None:
+    """A run that fails before initialisation (a refused parameter) frees its instances without
+    calling fmi2Terminate, which the FMI 2.0 state machine does not allow there."""
+    from flexmbs.fmi.cosim import Master
+
+    master = Master(study.assembly(), logging=True)
+    master.free()
+    out = capfd.readouterr()
+    assert "not allowed" not in out.out + out.err

@@ -53,7 +53,7 @@ from flexmbs_fmu.base import GuardedSlave
 from flexmbs_fmu.component import Component, component_digest
 from flexmbs_fmu.controller import PIDController
 from .description import documentation, guid, model_description, model_description_3
-from flexmbs_fmu.interface import plant_interface
+from flexmbs_fmu.interface import Interface, plant_interface
 from flexmbs_fmu.motor import DCMotor
 from .closure import import_closure, package_roots, third_party
 from .frontend import PROBE, RECORD, compile_front_end, probe_source, record
@@ -320,7 +320,7 @@ def build(model_path: Union[str, os.PathLike], out_dir: Union[str, os.PathLike] 
     system = compile_model(model)
     itf = plant_interface(model, system)
     ident = identifier(model.name)
-    guid_ = guid(model.name, itf.digest(), model_path.read_bytes(), fmi_version)
+    guid_ = _plant_guid(model_path, model, itf, fmi_version)
     ex = model.fmu
     return _package(
         ident, model.name, f"flexmbs_plant_{ident}", itf.variables, out_dir, check,
@@ -340,6 +340,27 @@ def build(model_path: Union[str, os.PathLike], out_dir: Union[str, os.PathLike] 
         fmi_version=fmi_version)
 
 
+def _plant_guid(model_path: Path, model: Model, itf: Interface, fmi_version: int) -> str:
+    return guid(model.name, itf.digest(), model_path.read_bytes(), fmi_version)
+
+
+def plant_guid(model_path: Union[str, os.PathLike], fmi_version: int = 2) -> str:
+    """The GUID (FMI 2.0) or instantiation token (FMI 3.0) that `build` gives the plant FMU of
+    a model file as it is now: an FMU with another one was built from another version of the
+    file (or of flexmbs's interface for it). Raises ModelError for a bad model."""
+    model_path = resolve(model_path)
+    model = load_model(model_path)
+    return _plant_guid(model_path, model, plant_interface(model, compile_model(model)), fmi_version)
+
+
+def component_guid(name: str, fmi_version: int = 2) -> str:
+    """The GUID (instantiation token) that `build_component` gives the block `name` (a key of
+    COMPONENTS) with this flexmbs."""
+    comp = COMPONENTS[name]
+    source = Path(sys.modules[comp.__module__].__file__).read_bytes()
+    return guid(name, component_digest(comp), source, fmi_version)
+
+
 def build_component(name: str, out_dir: Union[str, os.PathLike] = "fmus", check: bool = True,
                     standalone: bool = False, fmi_version: int = 2) -> Built:
     """Build the FMU of a signal-flow block (a key of COMPONENTS) into out_dir/<name>.fmu, FMI
@@ -350,8 +371,7 @@ def build_component(name: str, out_dir: Union[str, os.PathLike] = "fmus", check:
         raise BuildError(f"no block named {name!r}; the blocks are {', '.join(COMPONENTS)}")
     comp = COMPONENTS[name]
     digest = component_digest(comp)
-    source = Path(sys.modules[comp.__module__].__file__).read_bytes()
-    guid_ = guid(name, digest, source, fmi_version)
+    guid_ = component_guid(name, fmi_version)
     return _package(
         name, name, f"flexmbs_block_{name}", list(comp.VARIABLES), out_dir, check,
         entries=("flexmbs_fmu.base", "flexmbs_fmu.component", comp.__module__), what=f"block {name}",

@@ -108,13 +108,15 @@ def _interruptible(rows: str) -> Callable[[Callable], Callable]:
 
 
 def _prepare(spec_file: str, command: str, out_dir: str | None):
+    from .sweep.engine import require_design_extra
     from .sweep.spec import load_spec
 
+    require_design_extra()   # before any FMU is built
     spec = load_spec(spec_file, command)
     if out_dir:
         spec.output = Path(out_dir)
-    for path in spec.built:
-        click.echo(f"built {path}")
+    for path, why in spec.built:
+        click.echo(f"built {path} ({why})")
     return spec
 
 
@@ -150,14 +152,16 @@ def sweep_command(spec_file: str, scheduler: str | None, workers: int | None, ou
             click.echo(f"  run {row.run} {row.status}: {row.message}")
         click.echo(f"wrote {out / 'rows.csv'}, {out / 'rows.parquet'}")
         ok = df[df["status"] == "ok"]
-        if len(ok):
-            p = spec.plots
-            if len(p.map) == 2:
-                for m in p.metrics:
-                    click.echo(f"wrote {metric_map(df, p.map[0], p.map[1], m, out / f'map_{m}.png')}")
-            click.echo(f"wrote {distributions(df, p.metrics, out / 'distributions.png')}")
-            if p.worst:
-                click.echo(f"wrote {worst_series(engine, spec.study, df, p.worst_metric, p.worst, out / 'worst.png')}")
+        if not len(ok):
+            raise click.ClickException("no run ended ok (their messages are above and in rows.csv), so there is "
+                                       "nothing to plot")
+        p = spec.plots
+        if len(p.map) == 2:
+            for m in p.metrics:
+                click.echo(f"wrote {metric_map(df, p.map[0], p.map[1], m, out / f'map_{m}.png')}")
+        click.echo(f"wrote {distributions(df, p.metrics, out / 'distributions.png')}")
+        if p.worst:
+            click.echo(f"wrote {worst_series(engine, spec.study, df, p.worst_metric, p.worst, out / 'worst.png')}")
 
 
 @click.command("tune")

@@ -229,6 +229,7 @@ class Master:
         self.assembly = assembly
         self.dirs: dict[Path, str] = {}
         self.slaves: dict[str, object] = {}   # FMU2Slave or Fmi3Slave
+        self.initialized: set[str] = set()    # the elements out of initialisation mode (free terminates them)
         self.vars: dict[str, dict] = {}
         self.feedthrough: dict[str, list[str]] = {}   # `<element>.<output>` -> the inputs it depends on
         descriptions = {}
@@ -325,6 +326,7 @@ class Master:
                 self.set(f"{e.name}.{name}", value)
             slave.enterInitializationMode()
             slave.exitInitializationMode()
+            self.initialized.add(e.name)
         self.t = start_time
         self._exchange()
         try:
@@ -457,16 +459,21 @@ class Master:
         """fmi2Reset every FMU: the same instances, fresh; set inputs if needed, then initialize()."""
         for s in self.slaves.values():
             s.reset()
+        self.initialized.clear()
         self.t = 0.0
 
     def free(self) -> None:
-        for s in self.slaves.values():
-            try:
-                s.terminate()
-            except Exception:   # not initialised, or already failed: free it all the same
-                pass
+        """Terminate the initialised instances (fmi2Terminate is not allowed before; calling it
+        there made every FMU log an error) and free them all."""
+        for name, s in self.slaves.items():
+            if name in self.initialized:
+                try:
+                    s.terminate()
+                except Exception:   # noqa: BLE001 - a failed instance: free it all the same
+                    pass
             s.freeInstance()
         self.slaves = {}
+        self.initialized.clear()
         for d in self.dirs.values():
             shutil.rmtree(d, ignore_errors=True)
 

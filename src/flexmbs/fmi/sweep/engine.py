@@ -70,23 +70,46 @@ class Study:
                           default=str)
         return hashlib.sha256(text.encode()).hexdigest()
 
-    def build_missing(self) -> list[Path]:
-        """Build the FMUs of the study that are not in fmu_dir yet (the plant from its model,
-        the blocks by name); returns the paths built. Done once on the client: the workers
+    def build_needed(self) -> list[tuple[Path, str]]:
+        """Build the FMUs of the study that are not in fmu_dir yet, and build again those built
+        from another version of their source (the plant from another version of its model file,
+        a block by another flexmbs: their GUID is not the one a build gives now), each in its
+        own FMI version; returns each path built and why. Done once on the client: the workers
         load them from that folder (shared by every worker of a LocalCluster; on a cluster of
         several machines the folder must be reachable at the same path on each)."""
-        from ..build import COMPONENTS, build, build_component
+        from fmpy import read_model_description
+
+        from ..build import COMPONENTS, build, build_component, component_guid, plant_guid
 
         built = []
         for e in self.assembly().elements:
             fmu = Path(e.fmu)
+            block = fmu.stem in COMPONENTS
+            version, why = 2, "missing"
             if fmu.is_file():
-                continue
-            if fmu.stem in COMPONENTS:
-                built.append(build_component(fmu.stem, fmu.parent).path)
-            else:
-                built.append(build(self.design.model, fmu.parent).path)
+                md = read_model_description(str(fmu), validate=False)
+                version = int(md.fmiVersion.split(".")[0])
+                if md.guid == (component_guid(fmu.stem, version) if block else plant_guid(self.design.model, version)):
+                    continue
+                why = f"built from another version of {'flexmbs' if block else self.design.model.name}"
+            out = build_component(fmu.stem, fmu.parent, fmi_version=version) if block else \
+                build(self.design.model, fmu.parent, fmi_version=version)
+            built.append((out.path, why))
         return built
+
+    def check_assembly(self) -> None:
+        """KeyError naming the first parameter that the study's assembly sets (a plant value, a
+        servo axis' inertia_parameter, a block's gain) and its FMU does not have as a parameter,
+        with the closest names: every run would fail on it."""
+        from fmpy import read_model_description
+
+        for e in self.assembly().elements:
+            variables = read_model_description(str(e.fmu), validate=False).modelVariables
+            params = [v.name for v in variables if v.causality == "parameter"]
+            for name in e.parameters:
+                if name not in params:
+                    raise KeyError(f"element {e.name} ({Path(e.fmu).name}) has no parameter {name!r}"
+                                   f"{did_you_mean(name, params, n=3)}; its parameters: {', '.join(params)}")
 
     def columns(self) -> list[str]:
         return metric_names(self.design)
@@ -219,12 +242,24 @@ def evaluate(study: Study, digest: str, params: Mapping[str, float], fresh: bool
 
 # ----------------------------------------------------------------------------- on the client
 
+def require_design_extra() -> None:
+    """ValueError naming the package of the design extra that is not installed (Dask, pandas,
+    pyarrow) and how to install it: sweeps and tuning need them, the rest of flexmbs does not."""
+    import importlib.util
+
+    for module, package in (("distributed", "dask[distributed]"), ("pandas", "pandas"), ("pyarrow", "pyarrow")):
+        if importlib.util.find_spec(module) is None:
+            raise ValueError(f"design studies need {package}, which is not installed: "
+                             "pip install 'flexmbs[design]'")
+
+
 class Engine:
     """A Dask client: on a new LocalCluster of `workers` processes (default: the machine's
     cores) with one thread each, or on the scheduler at `scheduler` (an address such as
     tcp://host:8786). Use as a context manager; `close()` shuts down a cluster it started."""
 
     def __init__(self, scheduler: str | None = None, workers: int | None = None) -> None:
+        require_design_extra()
         from dask.distributed import Client, LocalCluster
 
         self.cluster = None

@@ -114,7 +114,7 @@ class Spec:
     gains: list[Gain] = field(default_factory=list)
     start: dict[str, float] = field(default_factory=dict)
     tune: dict[str, Any] = field(default_factory=dict)
-    built: list[Path] = field(default_factory=list)
+    built: list[tuple[Path, str]] = field(default_factory=list)
 
 
 def _servo(where: str, value: Any, base: Path) -> tuple[ServoDesign, Path, float]:
@@ -160,8 +160,8 @@ def _design(where: str, value: Any, nominal: Mapping[str, float]) -> list[dict[s
 
 def load_spec(path: str | Path, command: str) -> Spec:
     """Read a spec for `command` (sweep or tune). The FMUs of its servo system that are not in its
-    FMU folder yet are built first (Spec.built), since the design's nominal values come from
-    them."""
+    FMU folder yet, or were built from another version of their source, are built first
+    (Spec.built: each path and why), since the design's nominal values come from them."""
     path = Path(path)
     try:
         raw = yaml.safe_load(path.read_text())
@@ -172,8 +172,12 @@ def load_spec(path: str | Path, command: str) -> Spec:
     base = path.resolve().parent
     design, fmu_dir, band = _servo(f"{path}: servo", raw["servo"], base)
     study = Study(design, fmu_dir, band)
-    built = study.build_missing()
+    built = study.build_needed()
     _check_plant(f"{path}: servo.plant", study)
+    try:
+        study.check_assembly()
+    except KeyError as err:
+        raise SpecError(f"{path}: servo: {err.args[0]}") from None
     spec = Spec(path, study, (base / str(raw.get("output", f"out/{path.stem}"))).resolve(), built=built)
     nominal = study.nominal()
     if command == "sweep":
