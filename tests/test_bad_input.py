@@ -550,10 +550,12 @@ def _diverging_run(model: Model) -> str:
     return str(failed.value)
 
 
-def test_a_run_that_diverges_after_assembly_deformed_a_body_names_that_cause() -> None:
+def test_a_run_that_diverges_names_the_body_and_what_may_have_made_it() -> None:
     """A flexible four-bar whose run diverges: where the loop assembly put elastic energy into
     the coupler (as warned), the message names that body, the energy and what to change, not a
-    spinning body; where the assembly deformed nothing, it names the spinning body's cause."""
+    spinning body; where the assembly deformed nothing, it names the coupler and, by what the
+    coupler is, a load (a steel coupler with geometric stiffening), a spinning body (one
+    without), or a material in other units (E in MPa: its lowest mode at 1e-3 of steel's)."""
     deformed = beam_four_bar(1, 2.07e11)
     deformed.body("coupler").interface_modes = True
     deformed.loops.independent = ["crank", "rocker"]
@@ -566,7 +568,16 @@ def test_a_run_that_diverges_after_assembly_deformed_a_body_names_that_cause() -
     consistent = beam_four_bar(1, 2.07e11)
     consistent.body("coupler").interface_modes = True
     message = _diverging_run(consistent)
-    assert "spinning faster than its first bending frequency" in message and "assembly" not in message, message
+    assert "flexible body 'coupler': a load or motion beyond" in message and "tighter rtol" in message, message
+    assert "assembly" not in message and "spinning" not in message, message
+    consistent.body("coupler").geometric_stiffening = False
+    message = _diverging_run(consistent)
+    assert "flexible body 'coupler': it has no geometric stiffening" in message, message
+    assert "spinning faster than its first bending frequency" in message, message
+    in_mpa = beam_four_bar(1, 2.07e5)
+    in_mpa.body("coupler").interface_modes = True
+    message = _diverging_run(in_mpa)
+    assert "flexible body 'coupler': its lowest mode is" in message and "E and G in Pa" in message, message
 
 
 def test_rk4_past_its_stability_bound_names_the_bound_when_it_diverges() -> None:

@@ -35,12 +35,14 @@ class SolverError(RuntimeError):
         super().__init__(f"at t = {time:.6g} s (end of the failing step): {MESSAGES.get(status, 'solver failure')}{detail}")
 
 
-def likely_cause(system: System, status: int, rk4: tuple[float, float | None, float] | None = None) -> str:
+def likely_cause(system: System, status: int, rk4: tuple[float, float | None, float] | None = None,
+                 x: np.ndarray | None = None) -> str:
     """The likely cause of a failed run, for its message. rk4: (step [s], stability bound [s],
-    frequency of the mode that sets it [Hz]) of an RK4 run, the bound found at its first call.
-    In turn: an RK4 step past its bound when the solution diverged; the elastic energy that loop
-    assembly put into a flexible body at t = 0 (System.assembly_energy) when it diverged or the
-    step collapsed; else, for a diverged elastic deflection, the usual physical cause."""
+    frequency of the mode that sets it [Hz]) of an RK4 run, the bound found at its first call;
+    x: the state where the run stopped. In turn: an RK4 step past its bound when the solution
+    diverged; the elastic energy that loop assembly put into a flexible body at t = 0
+    (System.assembly_energy) when it diverged or the step collapsed; else, for a diverged
+    elastic deflection, the body and what may have made it (_diverged)."""
     if status not in (DIVERGED, NOT_FINITE, STEP_TOO_SMALL):
         return ""
     if rk4 is not None and rk4[1] is not None and rk4[0] > rk4[1] and status in (DIVERGED, NOT_FINITE):
@@ -53,9 +55,36 @@ def likely_cause(system: System, status: int, rk4: tuple[float, float | None, fl
         return (f" (the loop assembly put about {energy:.3g} J of elastic energy into flexible body {name!r} at "
                 "t = 0, as warned: a deformed initial state, not the integrator, is the likely cause; give q0/qd0 "
                 "consistent with the loops or hold the joints that set them in loops.independent)")
-    if status == DIVERGED:
-        return (" (a body spinning faster than its first bending frequency without geometric stiffening does "
-                "this)")
+    if status == DIVERGED and x is not None:
+        return _diverged(system, x)
+    return ""
+
+
+# a flexible body whose lowest mode is below this [Hz] is named as likely given in other units
+SOFT_HZ = 0.1
+
+
+def _diverged(system: System, x: np.ndarray) -> str:
+    """The flexible body whose deflection exceeded its size in state x (the first one), with
+    what may have made it: a lowest mode below SOFT_HZ (a modulus or dimension in other units
+    than Pa and m: E in MPa gives 1e-3 of the frequency), or no geometric stiffening (a body
+    spinning faster than its first bending frequency without it diverges), else the load."""
+    S = system.arrays
+    for b, name in enumerate(system.bodies):
+        n, e0 = int(S.nm[b]), int(S.eq[b])
+        if n and np.any(np.abs(x[e0:e0 + n]) > S.eta_max[b, :n]):
+            d = system.flex[name]
+            hz = float(d.freqs.min()) / (2.0 * np.pi)
+            if hz < SOFT_HZ:
+                why = (f"its lowest mode is {hz:.3g} Hz: if that is not meant, check its material and section "
+                       "for other units (E and G in Pa, rho in kg/m^3, dimensions in m)")
+            elif not np.any(d.point_H != 0.0):
+                why = (f"it has no geometric stiffening, without which a body spinning faster than its first "
+                       f"bending frequency ({hz:.3g} Hz) diverges")
+            else:
+                why = (f"a load or motion beyond what it carries elastically (its lowest mode is {hz:.3g} Hz), or "
+                       "a step the tolerance let through: rerun with a tighter rtol to tell them apart")
+            return f" (flexible body {name!r}: {why})"
     return ""
 
 
@@ -543,7 +572,7 @@ class Stepper:
             if lost:
                 return SolverError(LOOP_OPEN, t_end, lost)
         rk4 = (self.settings.step, self.stability_bound, self.stability_hz) if self.code == RK4 else None
-        return SolverError(status, t_end, likely_cause(self.system, status, rk4))
+        return SolverError(status, t_end, likely_cause(self.system, status, rk4, x))
 
     def _lost_rank(self, x: np.ndarray) -> str:
         """Where the loops' rows in use have lost rank at state x (their Jacobian over the
