@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import re
 import signal
 import sys
 import warnings
@@ -26,6 +27,7 @@ from flexmbs.compile import AssemblyWarning
 from flexmbs.model import Body, Joint, Marker, Material, Model, Section, model_from_dict, validate
 from flexmbs.model import catalog
 from flexmbs.model.catalog import models_dir
+from flexmbs.model.errors import PlausibilityWarning
 from flexmbs.model.loader import FILE_LIMITS
 from flexmbs.model.paths import set_value
 from flexmbs.compile import compile_model
@@ -220,6 +222,32 @@ def test_a_nanometre_beam_is_refused_with_the_step_estimate(tmp_path: Path) -> N
     model = load_model(huang_with(tmp_path, ("length: 1.02", "length: 1.0e-9"), ("x: 1.02", "x: 1.0e-9")))
     with within(120), pytest.raises(ValueError, match=r"simulate: about .* integration steps .* 'link2'"):
         flexmbs.simulate(model, 1.0)
+
+
+@pytest.mark.parametrize("old, new, where, words", [
+    ("E: 0.69e11", "E: 6.9e4", "bodies[1] 'link2'.material.E", "if it is in MPa or GPa, give it in Pa"),  # MPa
+    ("G: 0.26e11", "G: 26.0e9", None, None),
+    ("G: 0.26e11", "G: 26.0", "bodies[1] 'link2'.material.G", "if it is in MPa or GPa, give it in Pa"),
+    ("rho: 2770", "rho: 2.77", "bodies[1] 'link2'.material.rho", "if it is in g/cm^3, give it in kg/m^3"),
+    ("width: 0.0127, height: 0.0127, thickness: 0.0016", "width: 12.7, height: 12.7, thickness: 1.6",
+     "bodies[1] 'link2'.section", "if the section is in mm, give it in m"),
+])
+def test_a_value_in_other_units_is_warned_of_with_file_and_line(tmp_path: Path, old: str, new: str,
+                                                                where: str | None, words: str | None) -> None:
+    """A modulus, density or section that is valid but no solid's in SI units (E in MPa, rho in
+    g/cm^3, a section in mm): one PlausibilityWarning naming the file, line and entry and the
+    unit to give, though the model is loaded and then compiled (which checks it again); it
+    still runs. The same values in SI units are warned of nothing."""
+    path = huang_with(tmp_path, (old, new), ("min: 1.0e9, max: 1.0e13", "min: 1.0, max: 1.0e13"))  # the FMU's E range
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        compile_model(load_model(path))
+    notes = [str(w.message) for w in caught if issubclass(w.category, PlausibilityWarning)]
+    if where is None:
+        assert notes == []
+        return
+    assert len(notes) == 1 and re.match(rf"{re.escape(str(path))}:\d+: {re.escape(where)}: ", notes[0]), notes
+    assert words in notes[0], notes
 
 
 # ---------------------------------------------------------------- API arguments

@@ -9,6 +9,7 @@ shown with the names of list entries: joints[1] 'elbow'.parent_marker.
 from __future__ import annotations
 
 import reprlib
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Iterable, Optional, Union
@@ -77,6 +78,16 @@ def _child(node: Any, key: Union[str, int]) -> Any:
     return getattr(node, key, None)
 
 
+class PlausibilityWarning(UserWarning):
+    """A model value that is valid but far outside what the quantity takes in practice: most
+    likely given in other units (a Young's modulus in MPa, a section in mm)."""
+
+
+# (file, path, message) of the plausibility notes warned in this process: a model loaded, then
+# compiled (which checks it again), or compiled once per run of a sweep, warns once
+_NOTED: set[tuple[Optional[str], str, str]] = set()
+
+
 class Report:
     """Collects the issues of one model, then raises them all together.
 
@@ -89,6 +100,7 @@ class Report:
         self.file = file
         self.lines: dict[Loc, int] = {}
         self._found: list[tuple[Loc, str, Loc, Optional[int]]] = []
+        self._notes: list[tuple[Loc, str]] = []
 
     def add(self, loc: Loc, message: str, at: Optional[Loc] = None,
             line: Optional[int] = None) -> None:
@@ -112,6 +124,20 @@ class Report:
             if loc[:n] in self.lines:
                 return self.lines[loc[:n]]
         return None
+
+    def note(self, loc: Loc, message: str) -> None:
+        """Record a value at `loc` that is valid but implausible (warn_notes warns of it)."""
+        self._notes.append((loc, message))
+
+    def warn_notes(self, names: Any) -> None:
+        """A PlausibilityWarning per note, each once per process (_NOTED); `names` as for
+        raise_if_any. For a valid model: an invalid one's errors come first."""
+        for loc, message in self._notes:
+            issue = Issue(format_path(names, loc), message, self.file, self.line(loc))
+            key = (self.file, issue.path, message)
+            if key not in _NOTED:
+                _NOTED.add(key)
+                warnings.warn(str(issue), PlausibilityWarning, stacklevel=4)
 
     def raise_if_any(self, names: Any) -> None:
         """Raise ModelError with all issues, sorted by line; `names` is the model (or its

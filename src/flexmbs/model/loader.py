@@ -56,6 +56,7 @@ def _build(data: Any, source: Optional[str], report: Report, allow_outside: bool
     model = _Converter(report).model(data, source, allow_outside)
     check_model(model, report)
     report.raise_if_any(names=data)
+    report.warn_notes(names=data)
     return model
 
 

@@ -17,10 +17,13 @@ from .elements import Body, Export, Joint, Load, Loops, Model, Sensor, Solver
 from .errors import Report
 
 def validate(model: Model) -> None:
-    """Raise ModelError listing every problem of `model`; return None if it is valid."""
+    """Raise ModelError listing every problem of `model`; return None if it is valid, with a
+    PlausibilityWarning for each value most likely given in other units."""
     report = Report(model.source)
     check_model(model, report)
-    report.raise_if_any(names={**vars(model), "ground": {"markers": model.ground_markers}})
+    names = {**vars(model), "ground": {"markers": model.ground_markers}}
+    report.raise_if_any(names=names)
+    report.warn_notes(names=names)
 
 
 def check_model(model: Model, report: Report) -> None:

@@ -123,9 +123,9 @@ class Checks:
         self.add(loc, f"expected {_NUMBER_KINDS[kind][0]}, got {show(value)}")
         return False
 
-    def numbers(self, loc: Loc, obj: Any, names: Iterable[str], kind: str = "finite") -> None:
-        for name in names:
-            self.number(loc + (name,), getattr(obj, name), kind)
+    def numbers(self, loc: Loc, obj: Any, names: Iterable[str], kind: str = "finite") -> bool:
+        """number() of each field `names` of `obj` (every one reported); True if all pass."""
+        return all([self.number(loc + (name,), getattr(obj, name), kind) for name in names])
 
     def integer(self, loc: Loc, value: Any, low: int, high: Optional[int] = None,
                 why: str = "") -> bool:

@@ -34,6 +34,10 @@ MAX_SEGMENTS = 200
 # Smallest derived beam constant accepted: below it products such as (E I)^2 or the mass matrix
 # entries underflow in double precision.
 _TINY = 1e-150
+# A beam shorter than this many radii of gyration of its section is noted as implausible (most
+# likely a section in mm): beam theory wants a length of 10 or more (a 20 mm bar 0.1 m long has
+# about 17); a 30 mm tube given as 30 m, 1 m long, has 0.1
+STUBBY = 2.0
 
 
 class BodyChecks(MaterialChecks):
@@ -141,6 +145,12 @@ class BodyChecks(MaterialChecks):
             shown = ", ".join(f"{name} = {v:.3g}" for name, v in bad.items())
             self.add(loc, f"the beam's {shown} {'is' if len(bad) == 1 else 'are'} beyond what double "
                           f"precision holds (finite, above {_TINY:g}); check the dimensions and units")
+            return
+        gyration = math.sqrt(max(props.Iy, props.Iz) / props.A)
+        if b.length < STUBBY * gyration:
+            self.report.note(loc + ("section",), f"the section's radius of gyration {num(gyration)} m is more than "
+                                                 f"1/{STUBBY:g} of the length {num(b.length)} m: beam theory does not "
+                                                 "hold for a body this stubby; if the section is in mm, give it in m")
 
     def superelement(self, loc: Loc, b: Body) -> None:
         given = [name for name in SUPERELEMENT_FILES if getattr(b, name) is not None]

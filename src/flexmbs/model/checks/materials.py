@@ -8,17 +8,40 @@ from ..tables import SECTIONS
 from .base import Checks, is_real, num
 
 
+# The moduli of solids [Pa], soft rubber to diamond: a modulus outside is most likely in other
+# units (MPa or GPa) and is warned of (errors.PlausibilityWarning), not refused
+MODULI = (1e6, 1.2e12)
+# The densities of solids in g/cm^3 (rigid foams 0.5 to osmium 22.6): a density [kg/m^3] in this
+# range, or above the densest solid, is most likely in other units and warned of likewise (a
+# scaled benchmark such as Verlinden's rho = 7.8e-3 kg/m^3 is below it and not)
+DENSITIES_G_CM3 = (0.5, 25.0)
+DENSEST = 2.3e4
+
+
 class MaterialChecks(Checks):
     """Materials and cross-sections."""
 
     def material(self, loc: Loc, mat: Material) -> None:
-        self.numbers(loc, mat, ("E", "rho"), "positive")
+        if self.numbers(loc, mat, ("E", "rho"), "positive"):
+            self.modulus(loc + ("E",), "E", mat.E)
+            if DENSITIES_G_CM3[0] <= mat.rho <= DENSITIES_G_CM3[1] or mat.rho > DENSEST:
+                self.report.note(loc + ("rho",), f"rho = {num(mat.rho)} kg/m^3 is no solid's density in kg/m^3 "
+                                                 f"(rigid foams 500 to osmium 22600; aluminium 2700); if it is in "
+                                                 "g/cm^3, give it in kg/m^3")
         if mat.G is not None and mat.nu is not None:
             self.add(loc + ("nu",), "give either G or nu, not both")
         elif mat.G is not None:
-            self.number(loc + ("G",), mat.G, "positive")
+            if self.number(loc + ("G",), mat.G, "positive"):
+                self.modulus(loc + ("G",), "G", mat.G)
         elif mat.nu is not None and not (is_real(mat.nu) and -1.0 < mat.nu < 0.5):
             self.add(loc + ("nu",), f"expected Poisson's ratio in (-1, 0.5), got {show(mat.nu)}")
+
+    def modulus(self, loc: Loc, name: str, value: float) -> None:
+        """Note an elastic modulus [Pa] outside MODULI."""
+        if not MODULI[0] <= value <= MODULI[1]:
+            self.report.note(loc, f"{name} = {num(value)} Pa is outside the moduli of solids ({num(MODULI[0])} Pa, "
+                                  f"soft rubber, to {num(MODULI[1])} Pa, diamond; aluminium's E 6.9e10); if it is in "
+                                  "MPa or GPa, give it in Pa")
 
     def section(self, loc: Loc, s: Section) -> None:
         if not self.choice(loc + ("shape",), s.shape, SECTIONS):
