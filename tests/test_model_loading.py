@@ -328,6 +328,8 @@ REJECTIONS = [
     ("unknown key", "stiffness: 0.1", "stifness: 0.1", "joints[1] 'elbow'.spring",
      ["unknown key 'stifness'", "did you mean 'stiffness'?", "valid keys: stiffness, damping, preload"],
      "stifness: 0.1"),
+    ("misspelt key of a missing one", "length: 1.02", "lenght: 1.02", "bodies[1] 'link2'",
+     ["unknown key 'lenght'", "did you mean 'length'?"], "lenght: 1.02"),   # and no "length: missing"
     ("wrong type for an integer", "elements: 1", "elements: one", "bodies[1] 'link2'.elements",
      ["expected an integer", "got 'one'"], "elements: one"),
     ("wrong type for a number", "tip_mass: 0.5", "tip_mass: [0.5]", "bodies[1] 'link2'.tip_mass",
@@ -472,8 +474,7 @@ def test_model_from_dict_reports_without_lines() -> None:
         model_from_dict({"name": "x", "bodies": [{"name": "a", "mas": 1}]}, source="cfg.yaml")
     assert [str(i) for i in info.value.issues] == [
         "cfg.yaml: bodies[0] 'a': unknown key 'mas' (did you mean 'mass'?); valid keys: "
-        + ", ".join(f.name for f in dataclasses.fields(Body)),
-        "cfg.yaml: bodies[0] 'a'.mass: missing: a rigid body needs a mass [kg]",
+        + ", ".join(f.name for f in dataclasses.fields(Body)),      # not again as "mass: missing"
         "cfg.yaml: bodies[0] 'a'.inertia: missing: give [Ixx, Iyy, Izz], [Ixx, Iyy, Izz, Ixy, Ixz, Iyz] "
         "or a 3x3 matrix [kg m^2]",
         "cfg.yaml: bodies[0] 'a': body 'a' is not connected: no joint has it as child (each body "

@@ -9,9 +9,14 @@ from typing import TypeVar
 V = TypeVar("V")
 
 
+def closest(name: str, choices: Iterable[str], n: int = 1) -> list[str]:
+    """The up to n choices closest to name, closest first (difflib's similarity of at least 0.6)."""
+    return difflib.get_close_matches(str(name), [str(c) for c in choices], n=n)
+
+
 def did_you_mean(name: str, choices: Iterable[str], n: int = 1) -> str:
     """' (did you mean 'a', 'b'?)' for the up to n choices closest to name, or ''."""
-    close = difflib.get_close_matches(str(name), [str(c) for c in choices], n=n)
+    close = closest(name, choices, n)
     return f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
 
 

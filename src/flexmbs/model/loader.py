@@ -22,6 +22,7 @@ from typing import Any, Literal, Optional, Sequence, Union, get_args, get_origin
 
 import yaml
 
+from ..names import closest
 from .catalog import resolve
 from .elements import SUPERELEMENT_FILES, Joint, Marker, Model
 from .errors import Issue, Loc, ModelError, Report, show, unknown
@@ -417,7 +418,11 @@ class _Converter:
             self.report.add(loc, f"expected {_describe(cls)}, got {show(data)}")
             data = {}
         for key in [key for key in data if key not in schema]:
-            self.report.add(loc, unknown(f"key {key!r}", key, schema, "valid keys"), at=loc + (key,))
+            # a misspelt key stands for the one it resembles, when that is not given: the
+            # validator's "missing" for it would repeat the same mistake
+            meant = closest(key, [name for name in schema if name not in data])
+            self.report.add(loc, unknown(f"key {key!r}", key, schema, "valid keys"), at=loc + (meant[0] if meant else key,),
+                            line=self.report.line(loc + (key,)))
         values: dict[str, Any] = {}
         for name, key in schema.items():
             if name in data:
