@@ -608,6 +608,21 @@ def test_a_run_that_diverges_names_the_body_and_what_may_have_made_it() -> None:
     assert "flexible body 'coupler': its lowest mode is" in message and "E and G in Pa" in message, message
 
 
+@pytest.mark.parametrize("method", ["rk4", "dopri5", "radau"])
+def test_a_modulus_in_mpa_diverges_with_the_body_and_the_units_named(tmp_path: Path, method: str) -> None:
+    """Huang's arm with link 2's E given in MPa (6.9e4): the link sags beyond its own length
+    under gravity within 0.3 s, and every method's message names the link, its lowest mode
+    (1e-3 of the steel one's: a frequency goes as sqrt(E)) and the units to check (RK4 runs its
+    samples in one kernel: the message reads the state where it stopped, not where it began)."""
+    path = huang_with(tmp_path, ("E: 0.69e11", "E: 6.9e4"), ("min: 1.0e9, max: 1.0e13", "min: 1.0, max: 1.0e13"))
+    hz = compile_model(load_model("huang_two_link")).flex["link2"].freqs.min() / (2 * np.pi) * 1e-3
+    with warnings.catch_warnings(), pytest.raises(flexmbs.SolverError) as failed:
+        warnings.simplefilter("ignore", PlausibilityWarning)
+        flexmbs.simulate(path, 1.0, method=method, step=1e-3)
+    assert f"flexible body 'link2': its lowest mode is {hz:.3g} Hz" in str(failed.value), failed.value
+    assert "E and G in Pa" in str(failed.value), failed.value
+
+
 def test_rk4_past_its_stability_bound_names_the_bound_when_it_diverges() -> None:
     """Huang's arm with its link's acceleration shapes (torsion at 650 Hz) under RK4 at 1 ms:
     warned at the start, and the divergence's message names RK4's stability bound and the mode

@@ -68,7 +68,8 @@ def _diverged(system: System, x: np.ndarray) -> str:
     """The flexible body whose deflection exceeded its size in state x (the first one), with
     what may have made it: a lowest mode below SOFT_HZ (a modulus or dimension in other units
     than Pa and m: E in MPa gives 1e-3 of the frequency), or no geometric stiffening (a body
-    spinning faster than its first bending frequency without it diverges), else the load."""
+    spinning faster than its first bending frequency without it diverges; beams only, since a
+    superelement has none to turn on), else the load."""
     S = system.arrays
     for b, name in enumerate(system.bodies):
         n, e0 = int(S.nm[b]), int(S.eq[b])
@@ -78,7 +79,7 @@ def _diverged(system: System, x: np.ndarray) -> str:
             if hz < SOFT_HZ:
                 why = (f"its lowest mode is {hz:.3g} Hz: if that is not meant, check its material and section "
                        "for other units (E and G in Pa, rho in kg/m^3, dimensions in m)")
-            elif not np.any(d.point_H != 0.0):
+            elif system.model.body(name).type == "beam" and not np.any(d.point_H != 0.0):
                 why = (f"it has no geometric stiffening, without which a body spinning faster than its first "
                        f"bending frequency ({hz:.3g} Hz) diverges")
             else:
@@ -544,7 +545,9 @@ class Stepper:
                 status, filled = self._implicit(t[start], x, t[end], inputs, t[start + 1:end + 1], X[start + 1:end + 1])
                 filled += 1   # X[start] was good before the call
             good = end + 1 if status == OK else start + filled
-            failure = None if status == OK else self._failure(status, t[min(good, t.size - 1)], x)
+            # where it stopped: RK4 steps in its scratch self.err, the implicit methods in x
+            failure = None if status == OK else self._failure(status, t[min(good, t.size - 1)],
+                                                              self.err if rk4 else x)
             if self.loops is not None:
                 if self.opened[0] != opened:
                     # samples the kernel could not project: here, with the fallback, or the run ends open
