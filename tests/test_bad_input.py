@@ -236,8 +236,8 @@ def test_a_value_in_other_units_is_warned_of_with_file_and_line(tmp_path: Path, 
                                                                 where: str | None, words: str | None) -> None:
     """A modulus, density or section that is valid but no solid's in SI units (E in MPa, rho in
     g/cm^3, a section in mm): one PlausibilityWarning naming the file, line and entry and the
-    unit to give, though the model is loaded and then compiled (which checks it again); it
-    still runs. The same values in SI units are warned of nothing."""
+    unit to give, though the model is loaded and then compiled (which checks it again), and one
+    again at the next load; it still runs. The same values in SI units are warned of nothing."""
     path = huang_with(tmp_path, (old, new), ("min: 1.0e9, max: 1.0e13", "min: 1.0, max: 1.0e13"))  # the FMU's E range
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -248,6 +248,10 @@ def test_a_value_in_other_units_is_warned_of_with_file_and_line(tmp_path: Path, 
         return
     assert len(notes) == 1 and re.match(rf"{re.escape(str(path))}:\d+: {re.escape(where)}: ", notes[0]), notes
     assert words in notes[0], notes
+    with warnings.catch_warnings(record=True) as again:   # another load is another model: warned of again
+        warnings.simplefilter("always")
+        load_model(path)
+    assert [str(w.message) for w in again if issubclass(w.category, PlausibilityWarning)] == notes
 
 
 # ---------------------------------------------------------------- API arguments

@@ -83,11 +83,6 @@ class PlausibilityWarning(UserWarning):
     likely given in other units (a Young's modulus in MPa, a section in mm)."""
 
 
-# (file, path, message) of the plausibility notes warned in this process: a model loaded, then
-# compiled (which checks it again), or compiled once per run of a sweep, warns once
-_NOTED: set[tuple[Optional[str], str, str]] = set()
-
-
 class Report:
     """Collects the issues of one model, then raises them all together.
 
@@ -129,14 +124,15 @@ class Report:
         """Record a value at `loc` that is valid but implausible (warn_notes warns of it)."""
         self._notes.append((loc, message))
 
-    def warn_notes(self, names: Any) -> None:
-        """A PlausibilityWarning per note, each once per process (_NOTED); `names` as for
-        raise_if_any. For a valid model: an invalid one's errors come first."""
+    def warn_notes(self, names: Any, shown: set[tuple[str, str]]) -> None:
+        """A PlausibilityWarning per note that is not in `shown` (the (path, message) pairs
+        already warned of for the same model: at its load, before its compile checks it again),
+        which it joins; `names` as for raise_if_any. For a valid model: an invalid one's errors
+        come first."""
         for loc, message in self._notes:
             issue = Issue(format_path(names, loc), message, self.file, self.line(loc))
-            key = (self.file, issue.path, message)
-            if key not in _NOTED:
-                _NOTED.add(key)
+            if (issue.path, message) not in shown:
+                shown.add((issue.path, message))
                 warnings.warn(str(issue), PlausibilityWarning, stacklevel=4)
 
     def raise_if_any(self, names: Any) -> None:

@@ -26,7 +26,7 @@ from ..names import closest
 from .catalog import resolve
 from .elements import SUPERELEMENT_FILES, Joint, Marker, Model
 from .errors import Issue, Loc, ModelError, Report, show, unknown
-from .validate import check_model
+from .validate import check_model, noted
 
 
 def load_model(path: Union[str, os.PathLike], *, allow_outside: bool = False) -> Model:
@@ -57,7 +57,7 @@ def _build(data: Any, source: Optional[str], report: Report, allow_outside: bool
     model = _Converter(report).model(data, source, allow_outside)
     check_model(model, report)
     report.raise_if_any(names=data)
-    report.warn_notes(names=data)
+    report.warn_notes(data, noted(model))
     return model
 
 

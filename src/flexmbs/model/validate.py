@@ -23,7 +23,14 @@ def validate(model: Model) -> None:
     check_model(model, report)
     names = {**vars(model), "ground": {"markers": model.ground_markers}}
     report.raise_if_any(names=names)
-    report.warn_notes(names=names)
+    report.warn_notes(names, noted(model))
+
+
+def noted(model: Model) -> set[tuple[str, str]]:
+    """The plausibility notes (path, message) already warned of for this Model object, kept on
+    it beside its fields: a model loaded from a file warns at its load, not again when compiled;
+    a copy (a plant's with other parameter values) keeps them and warns of a value that changed."""
+    return model.__dict__.setdefault("_noted", set())
 
 
 def check_model(model: Model, report: Report) -> None:
