@@ -125,7 +125,8 @@ def report(rows: list[dict]) -> None:
     current = np.array([bodies._moment_cost(int(p), int(k), bool(f)) for p, k, f in zip(npt, n, fs)])
     fitted = features(npt, n, fs) @ coef
     best = np.minimum(P, M)
-    for name, points_chosen in (("compile/bodies._moment_cost", current[:, 0] <= current[:, 1]), ("this fit", fitted < 0)):
+    choices = (("compile/bodies._moment_cost", current[:, 0] <= current[:, 1]), ("this fit", fitted < 0))
+    for name, points_chosen in choices:
         lost = np.where(points_chosen, P, M) - best
         print(f"{name}: the slower route on {int((lost > 0.05).sum())} of {len(rows)} beams (by more than 0.05 us), "
               f"{lost.sum():.2f} us lost in all, at most {lost.max():.2f} us on one")

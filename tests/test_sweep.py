@@ -438,7 +438,8 @@ def test_an_fmu_of_another_version_of_the_model_is_built_again(study, tmp_path) 
     res = CliRunner().invoke(main, ["sweep", str(spec), "--workers", "1", "--no-progress"])
     assert res.exit_code == 0, res.output
     assert [line.startswith("built ") for line in res.output.splitlines()].count(True) == 1, res.output
-    assert f"built {fmus / 'huang_two_link.fmu'} (built from another version of huang_two_link.yaml)" in res.output
+    why = "built from another version of huang_two_link.yaml or by another flexmbs"
+    assert f"built {fmus / 'huang_two_link.fmu'} ({why})" in res.output, res.output
     import pandas as pd
     assert list(pd.read_parquet(tmp_path / "out" / "rows.parquet")["status"]) == ["ok"]
     spec.write_text(base.replace("inertia_parameter: elbow_inertia", "inertia_parameter: elbow_inertis"))
@@ -489,3 +490,18 @@ def test_freeing_instances_never_initialised_logs_no_error(study, capfd) -> None
     master.free()
     out = capfd.readouterr()
     assert "not allowed" not in out.out + out.err
+
+
+def test_a_sweep_returns_its_own_rows_where_the_table_holds_another_studys(study, engine, tmp_path) -> None:
+    """Two studies into one folder (the second another settling band, as an edited model would
+    be another plant): rows.csv keeps both, the second sweep returns and writes to rows.parquet
+    only its own rows."""
+    import pandas as pd
+
+    sets = gain_sets(1)
+    sweep(engine, study, sets, tmp_path)
+    other = replace(study, band=0.05)
+    df = sweep(engine, other, sets, tmp_path)
+    assert len(pd.read_csv(tmp_path / "rows.csv")) == 2
+    assert list(df["key"]) == [row_key(other.digest(), sets[0])]
+    assert list(pd.read_parquet(tmp_path / "rows.parquet")["key"]) == list(df["key"])

@@ -421,8 +421,8 @@ class _Converter:
             # a misspelt key stands for the one it resembles, when that is not given: the
             # validator's "missing" for it would repeat the same mistake
             meant = closest(key, [name for name in schema if name not in data])
-            self.report.add(loc, unknown(f"key {key!r}", key, schema, "valid keys"), at=loc + (meant[0] if meant else key,),
-                            line=self.report.line(loc + (key,)))
+            self.report.add(loc, unknown(f"key {key!r}", key, schema, "valid keys"),
+                            at=loc + (meant[0] if meant else key,), line=self.report.line(loc + (key,)))
         values: dict[str, Any] = {}
         for name, key in schema.items():
             if name in data:

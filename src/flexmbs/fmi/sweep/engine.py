@@ -29,8 +29,10 @@ import signal
 import threading
 import time
 import warnings
+import zipfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
+from typing import Any
 from pathlib import Path
 
 import numpy as np
@@ -85,27 +87,42 @@ class Study:
         for e in self.assembly().elements:
             fmu = Path(e.fmu)
             block = fmu.stem in COMPONENTS
-            version, why = 2, "missing"
+            options, why = {}, "missing"
             if fmu.is_file():
                 md = read_model_description(str(fmu), validate=False)
-                version = int(md.fmiVersion.split(".")[0])
-                if md.guid == (component_guid(fmu.stem, version) if block else plant_guid(self.design.model, version)):
+                options = _options_of(fmu, md.fmiVersion)
+                if md.guid == (component_guid(fmu.stem, options["fmi_version"]) if block
+                               else plant_guid(self.design.model, options["fmi_version"])):
                     continue
-                why = f"built from another version of {'flexmbs' if block else self.design.model.name}"
-            out = build_component(fmu.stem, fmu.parent, fmi_version=version) if block else \
-                build(self.design.model, fmu.parent, fmi_version=version)
+                why = "built by another flexmbs" if block else \
+                    f"built from another version of {self.design.model.name} or by another flexmbs"
+            if block:
+                options.pop("kernels", None)   # a block has no kernels to carry
+                out = build_component(fmu.stem, fmu.parent, **options)
+            else:
+                out = build(self.design.model, fmu.parent, **options)
             built.append((out.path, why))
         return built
+
+    def variables(self) -> dict[str, dict[str, Any]]:
+        """Each element's FMU variables (fmpy's ScalarVariable) by element and variable name;
+        FileNotFoundError naming an element whose FMU file is missing."""
+        from fmpy import read_model_description
+
+        out: dict[str, dict[str, Any]] = {}
+        for e in self.assembly().elements:
+            if not Path(e.fmu).is_file():
+                raise FileNotFoundError(f"element {e.name}: no FMU file {e.fmu}")
+            out[e.name] = {v.name: v for v in read_model_description(str(e.fmu), validate=False).modelVariables}
+        return out
 
     def check_assembly(self) -> None:
         """KeyError naming the first parameter that the study's assembly sets (a plant value, a
         servo axis' inertia_parameter, a block's gain) and its FMU does not have as a parameter,
         with the closest names: every run would fail on it."""
-        from fmpy import read_model_description
-
+        variables = self.variables()
         for e in self.assembly().elements:
-            variables = read_model_description(str(e.fmu), validate=False).modelVariables
-            params = [v.name for v in variables if v.causality == "parameter"]
+            params = [n for n, v in variables[e.name].items() if v.causality == "parameter"]
             for name in e.parameters:
                 if name not in params:
                     raise KeyError(f"element {e.name} ({Path(e.fmu).name}) has no parameter {name!r}"
@@ -130,20 +147,21 @@ class Study:
     def check(self, names: Iterable[str]) -> None:
         """KeyError naming the first parameter that no FMU of the study has as a parameter (with
         the closest names)."""
-        from fmpy import read_model_description
-
-        asm = self.assembly()
-        known: dict[str, str] = {}
-        for e in asm.elements:
-            if not Path(e.fmu).is_file():
-                raise FileNotFoundError(f"element {e.name}: no FMU file {e.fmu}")
-            for v in read_model_description(str(e.fmu), validate=False).modelVariables:
-                known[f"{e.name}.{v.name}"] = v.causality
+        known = {f"{e}.{n}": v.causality for e, vs in self.variables().items() for n, v in vs.items()}
         params = [n for n, c in known.items() if c == "parameter"]
         for name in names:
             if known.get(name) != "parameter":
                 what = f"is an {known[name]}, not a parameter" if name in known else "is not a variable of the system"
                 raise KeyError(f"parameter {name!r} {what}{did_you_mean(name, params, n=3)}")
+
+
+def _options_of(fmu: Path, fmi_version: str) -> dict[str, object]:
+    """How an FMU was built, for building it again the same way: its FMI version, whether it
+    carries compiled kernels (resources/kernels) and a Python runtime (resources/runtime)."""
+    with zipfile.ZipFile(fmu) as z:
+        names = z.namelist()
+    return dict(fmi_version=int(fmi_version.split(".")[0]), kernels="resources/kernels/manifest.json" in names,
+                standalone=any(n.startswith("resources/runtime/") for n in names))
 
 
 def row_key(digest: str, params: Mapping[str, float]) -> str:
@@ -359,8 +377,9 @@ class Table:
             csv.writer(f).writerow([text(row[c]) for c in self.header])
             f.flush()
 
-    def frame(self):
-        """The table as a pandas DataFrame (last row per key, in design order)."""
+    def frame(self, keys: Iterable[str] | None = None):
+        """The table as a pandas DataFrame (last row per key, in design order): the rows of
+        `keys` only when given (a study's, where the file also holds an earlier study's)."""
         import pandas as pd
 
         # pandas' default float parser before 3.0 may miss the last bit of a repr; 3.0 parses
@@ -369,6 +388,8 @@ class Table:
         df = pd.read_csv(self.path, keep_default_na=False, **exact,
                          na_values={c: ["nan"] for c in self.header if c not in ("key", "status", "message")})
         df["message"] = df["message"].astype(str)
+        if keys is not None:
+            df = df[df["key"].isin(set(keys))]
         return df.drop_duplicates("key", keep="last").sort_values("run", kind="stable").reset_index(drop=True)
 
 
@@ -431,8 +452,9 @@ def _parse(row: Mapping[str, str], metrics: Sequence[str], params: Mapping[str, 
 
 def sweep(engine: Engine, study: Study, sets: Sequence[Mapping[str, float]], out_dir: str | Path,
           progress: bool = True, on_row: Callable[[dict[str, object]], None] | None = None):
-    """Run the parameter sets into out_dir/rows.csv (resumable) and write out_dir/rows.parquet;
-    returns the table as a pandas DataFrame in design order."""
+    """Run the parameter sets into out_dir/rows.csv (resumable) and write their rows to
+    out_dir/rows.parquet; returns them as a pandas DataFrame in design order (the rows of
+    another study that rows.csv holds, e.g. of the model before an edit, are left out)."""
     if not sets:
         raise ValueError("the sweep has no parameter sets")
     names = list(sets[0])
@@ -442,9 +464,10 @@ def sweep(engine: Engine, study: Study, sets: Sequence[Mapping[str, float]], out
     study.check(names)
     out_dir = Path(out_dir)
     table = Table(out_dir / "rows.csv", names, study.columns())
+    digest = study.digest()
     try:
-        run_rows(engine, study, sets, table, progress=progress, on_row=on_row)
+        run_rows(engine, study, sets, table, progress=progress, on_row=on_row, digest=digest)
     finally:
-        df = table.frame()
+        df = table.frame(row_key(digest, p) for p in sets)
         df.to_parquet(out_dir / "rows.parquet", index=False)
     return df

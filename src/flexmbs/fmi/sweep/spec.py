@@ -75,10 +75,8 @@ def _is_number(text: str) -> bool:
 def _check_plant(where: str, study: Study) -> None:
     """Every plant value names a parameter of the plant FMU and has its type (a word for a String
     parameter, a number for a Real one)."""
-    from fmpy import read_model_description
-
     plant = study.assembly().elements[0]
-    variables = {v.name: v for v in read_model_description(str(plant.fmu), validate=False).modelVariables}
+    variables = study.variables()[plant.name]
     params = [n for n, v in variables.items() if v.causality == "parameter"]
     for name, value in study.design.plant.items():
         v = variables.get(name)
