@@ -228,7 +228,7 @@ def test_a_nanometre_beam_is_refused_with_the_step_estimate(tmp_path: Path) -> N
     ("E: 0.69e11", "E: 6.9e4", "bodies[1] 'link2'.material.E", "if it is in MPa or GPa, give it in Pa"),  # MPa
     ("G: 0.26e11", "G: 26.0e9", None, None),
     ("G: 0.26e11", "G: 26.0", "bodies[1] 'link2'.material.G", "if it is in MPa or GPa, give it in Pa"),
-    ("rho: 2770", "rho: 2.77", "bodies[1] 'link2'.material.rho", "if it is in g/cm^3, give it in kg/m^3"),
+    ("rho: 2770", "rho: 2.77", "bodies[1] 'link2'.material.rho", "as a density in g/cm^3 reads"),
     ("width: 0.0127, height: 0.0127, thickness: 0.0016", "width: 12.7, height: 12.7, thickness: 1.6",
      "bodies[1] 'link2'.section", "if the section is in mm, give it in m"),
 ])

@@ -148,8 +148,8 @@ class BodyChecks(MaterialChecks):
             return
         gyration = math.sqrt(max(props.Iy, props.Iz) / props.A)
         if b.length < STUBBY * gyration:
-            self.report.note(loc + ("section",), f"the section's radius of gyration {num(gyration)} m is more than "
-                                                 f"1/{STUBBY:g} of the length {num(b.length)} m: beam theory does not "
+            self.report.note(loc + ("section",), f"the beam is {num(b.length)} m long, less than {STUBBY:g} radii of "
+                                                 f"gyration of its section ({num(gyration)} m): beam theory does not "
                                                  "hold for a body this stubby; if the section is in mm, give it in m")
 
     def superelement(self, loc: Loc, b: Body) -> None:

@@ -11,9 +11,9 @@ from .base import Checks, is_real, num
 # The moduli of solids [Pa], soft rubber to diamond: a modulus outside is most likely in other
 # units (MPa or GPa) and is warned of (errors.PlausibilityWarning), not refused
 MODULI = (1e6, 1.2e12)
-# The densities of solids in g/cm^3 (rigid foams 0.5 to osmium 22.6): a density [kg/m^3] in this
-# range, or above the densest solid, is most likely in other units and warned of likewise (a
-# scaled benchmark such as Verlinden's rho = 7.8e-3 kg/m^3 is below it and not)
+# The densities of structural solids in g/cm^3 (wood 0.5 to osmium 22.6): a density [kg/m^3] in
+# this range, or above the densest solid, is most likely in other units and warned of likewise
+# (a scaled benchmark such as Verlinden's rho = 7.8e-3 kg/m^3 is below it and not)
 DENSITIES_G_CM3 = (0.5, 25.0)
 DENSEST = 2.3e4
 
@@ -25,9 +25,10 @@ class MaterialChecks(Checks):
         if self.numbers(loc, mat, ("E", "rho"), "positive"):
             self.modulus(loc + ("E",), "E", mat.E)
             if DENSITIES_G_CM3[0] <= mat.rho <= DENSITIES_G_CM3[1] or mat.rho > DENSEST:
-                self.report.note(loc + ("rho",), f"rho = {num(mat.rho)} kg/m^3 is no solid's density in kg/m^3 "
-                                                 f"(rigid foams 500 to osmium 22600; aluminium 2700); if it is in "
-                                                 "g/cm^3, give it in kg/m^3")
+                than = "lighter than wood" if mat.rho < DENSEST else "heavier than osmium (22600 kg/m^3)"
+                self.report.note(loc + ("rho",), f"rho = {num(mat.rho)} kg/m^3 would be {than}, as a density in "
+                                                 "g/cm^3 reads (aluminium: 2.7 g/cm^3 = 2700 kg/m^3); give it "
+                                                 "in kg/m^3")
         if mat.G is not None and mat.nu is not None:
             self.add(loc + ("nu",), "give either G or nu, not both")
         elif mat.G is not None:
