@@ -316,3 +316,20 @@ def test_check_lists_loops_and_their_redundant_rows() -> None:
     assert "5 constraint rows; redundant, dropped: rocker_pin: offset e3, rocker_pin: tilt e3.e1', " \
            "rocker_pin: tilt e3.e2'" in out
     assert "rocker_pin: gap [m]" in out or "rocker_pin: gap" in out
+
+
+def test_a_reader_that_closes_the_pipe_gets_no_error_message() -> None:
+    """`flexmbs simulate ... --out /dev/stdout | head -1`: the pipe closes while the signals are
+    written; the command ends quietly (no "Error: [Errno 32] Broken pipe" on stderr, which it
+    printed when the broken pipe passed for a user error)."""
+    import subprocess
+    import sys
+
+    run = subprocess.Popen([sys.executable, "-m", "flexmbs", "simulate", "double_pendulum", "--t-end", "20",
+                            "--output-step", "0.001", "--no-progress", "--out", "/dev/stdout"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert run.stdout.readline().startswith(b"time")
+    run.stdout.close()
+    err = run.stderr.read().decode()
+    run.wait(timeout=300)
+    assert "Broken pipe" not in err and "Error" not in err, err

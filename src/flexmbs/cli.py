@@ -44,12 +44,15 @@ def _debug() -> bool:
 
 
 def _user_errors(command: Callable) -> Callable:
-    """Turn user errors raised by `command` into a clean message and exit status 1."""
+    """Turn user errors raised by `command` into a clean message and exit status 1. A pipe
+    closed by its reader (`flexmbs sweep ... | head`) is not one: click ends that quietly."""
 
     @functools.wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return command(*args, **kwargs)
+        except BrokenPipeError:
+            raise
         except USER_ERRORS as exc:
             if _debug():
                 raise
