@@ -134,11 +134,10 @@ class Study:
     def nominal(self) -> dict[str, float]:
         """The nominal value of every Real parameter by `<element>.<variable>`: the design's
         (what its assembly sets), else the FMU's start value."""
-        from fmpy import read_model_description
-
         out: dict[str, float] = {}
+        variables = self.variables()
         for e in self.assembly().elements:
-            for v in read_model_description(str(e.fmu), validate=False).modelVariables:
+            for v in variables[e.name].values():
                 if v.causality == "parameter" and v.type == "Real" and v.start is not None:
                     out[f"{e.name}.{v.name}"] = float(v.start)
             out.update({f"{e.name}.{k}": float(v) for k, v in e.parameters.items() if isinstance(v, (int, float))})
