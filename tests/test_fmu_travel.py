@@ -299,6 +299,30 @@ def test_two_plants_of_other_routes_in_one_process_run_on_what_they_carry(plant,
         assert _compiles(home / "compiles.jsonl") == [], fmus
 
 
+TWICE = textwrap.dedent("""
+    import json, sys
+    from fmpy import simulate_fmu
+    ends = []
+    for _ in range(2):   # fmpy unpacks the FMU anew each time and removes the folder after the run
+        r = simulate_fmu(sys.argv[1], stop_time=0.005, output_interval=1e-3, output=["shoulder.q", "elbow.q"])
+        ends.append([float(r["shoulder.q"][-1]), float(r["elbow.q"][-1])])
+    print(json.dumps(ends))
+""")
+
+
+def test_a_python_host_without_flexmbs_runs_one_fmu_twice(plant, same_venv, work) -> None:
+    """fmpy's simulate_fmu called twice on one FMU in a process without flexmbs (a parameter
+    loop): the second run imports nothing new and ends where the first did. It was refused,
+    "this process already imported flexmbs ... (files missing)": the check looked for the
+    first run's sources on disk, in the folder fmpy had removed, not in memory (a new user's
+    trial, stop 52)."""
+    run = subprocess.run([str(same_venv), "-c", TWICE, plant["path"]], capture_output=True, text=True,
+                         env=_env(work / "home twice"), timeout=900)
+    assert run.returncode == 0, run.stderr[-3000:]
+    first, second = json.loads(run.stdout.strip().splitlines()[-1])
+    assert first == second and all(np.isfinite(first)), (first, second)
+
+
 def test_a_python_host_with_only_fmpy_is_told_what_to_install(plant, work) -> None:
     """A Python host whose interpreter has fmpy alone: no instance, and the FMI logger names
     what is missing and the one command that installs it."""

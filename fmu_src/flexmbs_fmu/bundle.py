@@ -154,7 +154,10 @@ def _loaded_digest(packages: tuple, files: tuple):
     earlier FMU, or from the folders the packages were imported from (a package not imported
     yet: from where it would be); None when unknown."""
     for finder in sys.meta_path:
-        if isinstance(finder, VerifiedSources) and finder.packages == packages:
+        # each FMU's module defines its own VerifiedSources (build._MODULE): match by name, as
+        # an earlier FMU's may be the one here and its folder gone (fmpy's simulate_fmu
+        # removes what it unpacked)
+        if type(finder).__name__ == "VerifiedSources" and getattr(finder, "packages", None) == packages:
             try:
                 return _digest({name: finder.sources[name] for name in files})
             except KeyError:
