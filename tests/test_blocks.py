@@ -215,8 +215,8 @@ def test_block_errors_are_refusals_with_messages(slave, caplog) -> None:
     assert m.get(["current"])[0] == pytest.approx(5.0 - (5.0 - i1) * math.exp(-200 * 1e-3), rel=1e-12)
 
     fresh = slave("dc_motor", {"R": 0.0, "efficiency": 1.5})          # out of range before initialisation
-    assert "parameter R = 0.0 [ohm] is not a finite value in [1e-09, inf]" in caplog.text
-    assert "parameter efficiency = 1.5 [1] is not a finite value in [0.001, 1.0]" in caplog.text
+    assert "parameter R = 0.0 [ohm] is below its minimum 1e-09; it takes a value in [1e-09, inf]" in caplog.text
+    assert "parameter efficiency = 1.5 [1] is above its maximum 1.0; it takes a value in [0.001, 1.0]" in caplog.text
     assert list(fresh.get(["J_reflected"])) == [50.0 ** 2 * 1e-5]            # the defaults were kept
 
     c = slave("pid_controller", {"u_min": 5.0, "u_max": -5.0})

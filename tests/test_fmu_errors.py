@@ -110,7 +110,7 @@ def test_parameter_out_of_range_is_refused_and_the_old_value_kept(fmu_path, caps
     s = Slave(fmu_path("huang_two_link"))
     s.start({"payload": -1.0, "solver.method": "euler"})
     out = capsys.readouterr().out
-    assert "parameter payload = -1.0 is not a finite value in [0.0, 5.0]; kept 0.5" in out
+    assert "parameter payload = -1.0 is below its minimum 0.0; it takes a value in [0.0, 5.0]; kept 0.5" in out
     assert "solver.method 'euler' unknown; choose one of rk4, dopri5, implicit, radau" in out
     assert s.get(["payload"])[0] == 0.5
     s.fmu.setReal([s.vr["payload"]], [2.0])      # after initialisation: fixed

@@ -21,7 +21,7 @@ import numpy as np
 from pythonfmu.enums import Fmi2Status
 
 from .base import GuardedSlave, StepRefused, check_effort, check_fields, check_step, check_time, finite_list
-from .variables import Variable, digest
+from .variables import Variable, digest, out_of_range
 
 
 class Component:
@@ -132,10 +132,8 @@ class Component:
             self.flags[1] = len(self.input_error)
             self.u[self.input_names.index(name)] = value
             self.flags[0] = 0
-        elif not math.isfinite(value) or (v.min is not None and value < v.min) or \
-                (v.max is not None and value > v.max):
-            lo, hi = ("-inf" if v.min is None else v.min), ("inf" if v.max is None else v.max)
-            raise ValueError(f"parameter {name} = {value!r} [{v.unit}] is not a finite value in [{lo}, {hi}]; "
+        elif out_of_range(value, v.min, v.max):
+            raise ValueError(f"parameter {name} = {value!r} [{v.unit}] {out_of_range(value, v.min, v.max)}; "
                              f"kept {self.values[name]!r}")
         old, self.values[name] = self.values[name], value
         if self.initialized and v.causality == "parameter":

@@ -48,7 +48,7 @@ from pythonfmu.enums import Fmi2Status
 
 from .base import GuardedSlave, StepRefused, check_effort, check_fields, check_step, check_time, finite_list
 from .interface import MODEL, SOLVER, START, Interface, plant_interface
-from .variables import Variable
+from .variables import Variable, out_of_range
 
 # Compiled systems of this process by (model digest, model parameter values): a reset or a
 # second instance with the same parameters does not compile again.
@@ -159,10 +159,9 @@ class Plant:
         else:
             lo, hi = self.ranges[name]
             v = float(value)
-            if not math.isfinite(v) or (lo is not None and v < lo) or (hi is not None and v > hi):
-                bounds = f" [{'-inf' if lo is None else lo}, {'inf' if hi is None else hi}]"
-                raise ValueError(f"parameter {name} = {value!r} is not a finite value in{bounds}; "
-                                 f"kept {self.params[name]!r}")
+            why = out_of_range(v, lo, hi)
+            if why:
+                raise ValueError(f"parameter {name} = {value!r} {why}; kept {self.params[name]!r}")
             if name.startswith("solver.") and v <= 0:
                 raise ValueError(f"{name} must be positive, got {value!r}; kept {self.params[name]!r}")
 

@@ -4,6 +4,7 @@ declares it. Kept free of the multibody core so that the small FMUs load fast.""
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import dataclass
 from typing import Optional, Union
 
@@ -39,3 +40,16 @@ def digest(variables: "list[Variable] | tuple[Variable, ...]") -> str:
     for v in variables:
         h.update(f"{v.name}|{v.type}|{v.causality}|{v.variability}|{v.unit}\n".encode())
     return h.hexdigest()
+
+
+def out_of_range(value: float, lo: Optional[float], hi: Optional[float]) -> Optional[str]:
+    """Why `value` is not one a parameter with bounds [lo, hi] (None: unbounded) takes, or
+    None when it is."""
+    bounds = f"[{'-inf' if lo is None else lo}, {'inf' if hi is None else hi}]"
+    if not math.isfinite(value):
+        return f"is not finite; it takes a value in {bounds}"
+    if lo is not None and value < lo:
+        return f"is below its minimum {lo}; it takes a value in {bounds}"
+    if hi is not None and value > hi:
+        return f"is above its maximum {hi}; it takes a value in {bounds}"
+    return None
