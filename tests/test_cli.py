@@ -262,6 +262,28 @@ def test_modes_of_the_hanging_double_pendulum(tmp_path: Path) -> None:
     assert "f [Hz]" in result.stdout and "zeta" in result.stdout
 
 
+def test_modes_about_a_pose_the_inputs_hold(tmp_path: Path) -> None:
+    """--input holds the pose: the double pendulum's shoulder torque T = g L (m1/2 + m2) cos(a)
+    holds link 1 at a = -45 deg with link 2 hanging (q2 = -45 deg relative). The two
+    frequencies are those of M(q2) and the gravity stiffness there, written out here:
+    K = [[(m1/2 + m2) g L sin|a| + m2 g L/2, m2 g L/2], [m2 g L/2, m2 g L/2]], M from the links'
+    inertia about their joints (L = 1 m, m = 1 kg, 1/12 kg m^2 about the COM). The option did
+    not exist (a new user's trial, stop 52)."""
+    a, g, L = -np.pi / 4, 9.81, 1.0
+    held = tmp_path / "held.yaml"
+    held.write_text(PENDULUM.read_text().replace("q0: 0.0", "q0: -0.7", 1).replace("q0: 0.0", "q0: -0.9", 1))
+    torque = float(g * L * 1.5 * np.cos(a))
+    result = run("modes", held, "--input", f"shoulder.tau={torque!r}")
+    assert result.exit_code == 0, result.stderr
+    rows = [line.split() for line in result.stdout.splitlines() if re.match(r"\s+\d+\s", line)]
+    q2, Ic = -np.pi / 2 - a, 1.0 / 12.0
+    M = np.array([[Ic + 0.25 + Ic + L**2 + 0.25 + L * np.cos(q2), Ic + 0.25 + 0.5 * L * np.cos(q2)],
+                  [Ic + 0.25 + 0.5 * L * np.cos(q2), Ic + 0.25]])
+    K = np.array([[1.5 * g * L * np.sin(-a) + 0.5 * g * L, 0.5 * g * L], [0.5 * g * L, 0.5 * g * L]])
+    expected = np.sqrt(np.sort(np.linalg.eigvals(np.linalg.solve(M, K)).real)) / (2 * np.pi)
+    np.testing.assert_allclose([float(r[1]) for r in rows], expected, rtol=1e-4)
+
+
 def test_modes_spin_flags_the_divergent_linear_beam() -> None:
     """Without geometric stiffening a beam spun at Omega above its first clamped frequency
     omega_1 has a real eigenvalue pair +-sqrt(Omega^2 - omega_1^2) (in-plane bending)."""

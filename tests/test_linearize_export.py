@@ -9,6 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from flexmbs import equilibrium, linearize
+from flexmbs import cli
 from flexmbs.cli import main
 from flexmbs.model import load_model
 
@@ -74,6 +75,27 @@ def test_an_unknown_output_lists_the_allowed_names(tmp_path) -> None:
     assert res.exit_code == 1 and "no output 'tcp.r[1]'" in res.output, res.output
     for allowed in ("the outputs are:", "elbow.q", "shoulder.qd", "link2.tip_deflection[2]"):
         assert allowed in res.output, res.output
+
+
+def test_an_unknown_output_lists_every_allowed_name(tmp_path) -> None:
+    """A model with more outputs than a list of names usually shows (78): all of them, to its
+    last flexible body's last tip deflection (the list stopped at 40, "and 38 more", a new
+    user's trial, stop 52)."""
+    res = CliRunner().invoke(main, ["linearize", "he_space_manipulator", "--at", "initial", "--outputs", "nope",
+                                    "-o", str(tmp_path / "l.npz")])
+    assert res.exit_code == 1 and "more" not in res.output, res.output
+    assert "link3.tip_deflection[3]" in res.output and res.output.count(", ") >= 77, res.output
+
+
+def test_an_equilibrium_search_short_of_its_goal_is_not_called_an_equilibrium(tmp_path, monkeypatch) -> None:
+    """When the state the equilibrium search ended at keeps a residual acceleration above the
+    threshold (here set below any), the warning says so and the summary does not call it the
+    static equilibrium (both were printed, a new user's trial, stop 52)."""
+    monkeypatch.setattr(cli, "RESIDUAL_ACCELERATION", -1.0)
+    res = CliRunner().invoke(main, ["linearize", "huang_two_link_damped", "-o", str(tmp_path / "l.npz")])
+    assert res.exit_code == 0, res.output
+    assert "warning: the reference is not an equilibrium" in res.output and "equilibrium search ended" in res.output
+    assert "about the static equilibrium" not in res.output, res.output
 
 
 def test_cli_refuses_unknown_input_and_bad_suffix(tmp_path) -> None:

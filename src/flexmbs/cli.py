@@ -297,11 +297,15 @@ def _parse_pairs(values: Sequence[str], form: str, example: str, option: str) ->
               help="Number of modes, lowest first (default: all).")
 @click.option("--spin", multiple=True, metavar="JOINT=RATE",
               help="Turn JOINT at a constant RATE [rad/s] (repeatable).")
+@click.option("--input", "input_values", multiple=True, metavar="NAME=VALUE",
+              help="Hold an input at VALUE, e.g. the torques that hold an arm in its pose (default: its "
+                   "default; repeatable).")
 @_user_errors
-def modes_command(model_file: str, n_modes: Optional[int], spin: Sequence[str]) -> None:
+def modes_command(model_file: str, n_modes: Optional[int], spin: Sequence[str], input_values: Sequence[str]) -> None:
     """Natural frequencies and damping ratios of MODEL, linearized about its static
-    equilibrium (in the frame turning with the --spin joints)."""
+    equilibrium (in the frame turning with the --spin joints, with the --input values held)."""
     spin_rates = _parse_pairs(spin, "JOINT=RATE", "hub=6", "--spin")
+    values = _parse_pairs(input_values, "NAME=VALUE", "elbow.tau=0.5", "--input") or None
     try:
         from . import modes as modes_fn
     except ImportError:
@@ -309,13 +313,14 @@ def modes_command(model_file: str, n_modes: Optional[int], spin: Sequence[str]) 
                                    "flexmbs version") from None
     model = _load(model_file)
     try:
-        res = modes_fn(model, n=n_modes, spin=spin_rates or None)
+        res = modes_fn(model, n=n_modes, spin=spin_rates or None, inputs=values)
     except RuntimeError as exc:  # no equilibrium found, singular mass matrix, ...
         if isinstance(exc, SolverError) or _debug():
             raise
         raise click.ClickException(
             f"modal analysis failed: {exc}\n(the modes are computed about the static equilibrium "
-            "nearest to the model's initial state q0: start q0 near the equilibrium you mean)") from None
+            "nearest to the model's initial state q0 under the held inputs: start q0 near the equilibrium you "
+            "mean, or hold the pose with --input, e.g. the joint torques that balance gravity there)") from None
     about = ", ".join(f"{j} = {_fmt(r)} rad/s" for j, r in spin_rates.items())
     click.echo(f"natural modes of {model.name}" + (f" spinning ({about})" if about else ""))
     freqs = np.asarray(res.frequencies_hz, dtype=float)
@@ -391,17 +396,21 @@ def linearize_command(model_file: str, inputs_text: Optional[str], outputs_text:
                                        "about the initial state itself use --at initial") from None
     lin = linearize(model, t=t_ref, x=x, inputs=values, outputs=_names(outputs_text, "--outputs"))
     acc, coordinate = lin.residual_acceleration()
-    if acc > RESIDUAL_ACCELERATION:
+    off = acc > RESIDUAL_ACCELERATION
+    if off:
         warnings.warn(f"the reference is not an equilibrium: {coordinate} has a residual acceleration of {acc:.3g} "
                       f"(rad/s2 or m/s2); the linear model holds near a state the system leaves at once"
-                      + (" (linearise about the equilibrium: --at equilibrium)" if at == "initial" else ""),
+                      + (" (linearise about the equilibrium: --at equilibrium)" if at == "initial" else
+                         f" (the equilibrium search ended there, above {RESIDUAL_ACCELERATION:g}: a coordinate that "
+                         "barely resists, or inputs that cannot hold the pose)"),
                       stacklevel=1)
     lin = lin.select(_names(inputs_text, "--inputs"))
     lin.save(out_path)
     lam = lin.eigs()
     click.echo(f"{lin.A.shape[0]} states, {len(lin.input_names)} inputs ({', '.join(lin.input_names) or 'none'}), "
                f"{len(lin.output_names)} outputs ({', '.join(lin.output_names)}); t = {_fmt(t_ref)} s, about the "
-               + ("static equilibrium" if at == "equilibrium" else "initial state"))
+               + ("initial state" if at == "initial" else "state the equilibrium search ended at (the warning above)"
+                  if off else "static equilibrium"))
     if lam.size:
         click.echo(f"eigenvalues [1/s], smallest first: {', '.join(f'{z:.4g}' for z in lam[:6])}"
                    + (" ..." if lam.size > 6 else ""))

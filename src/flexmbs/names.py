@@ -29,9 +29,10 @@ def known(names: Iterable[str], kind: str, most: int = 40) -> str:
     return f"the {kind}s are: {', '.join(names[:most])}{more}"
 
 
-def lookup(table: Mapping[str, V], name: str, kind: str) -> V:
-    """table[name], or a KeyError naming the closest known names and listing the known ones."""
+def lookup(table: Mapping[str, V], name: str, kind: str, most: int = 40) -> V:
+    """table[name], or a KeyError naming the closest known names and listing the first `most`
+    known ones."""
     try:
         return table[name]
     except KeyError:
-        raise KeyError(f"no {kind} {name!r}{did_you_mean(name, table, n=3)}; {known(table, kind)}") from None
+        raise KeyError(f"no {kind} {name!r}{did_you_mean(name, table, n=3)}; {known(table, kind, most)}") from None

@@ -197,7 +197,8 @@ class Coordinates:
         return out
 
     def lookup(self, name: str) -> tuple:
-        return lookup(self.signals, name, "output")
+        """The output `name`'s entry; a KeyError lists every output (docs/design-studies.md)."""
+        return lookup(self.signals, name, "output", most=len(self.signals))
 
     def state(self, x_ref: np.ndarray, dz_ind: np.ndarray) -> np.ndarray:
         """Full state [q; u] of the reference perturbed by dz_ind (independent coordinates; with
