@@ -10,6 +10,7 @@ import logging
 import os
 import subprocess
 import sys
+import time
 import textwrap
 
 import numpy as np
@@ -112,6 +113,23 @@ def test_a_long_preparation_says_it_is_compiling(monkeypatch, caplog) -> None:
     assert seconds >= 0.0 and np.array_equal(x, before)
     notice = [r.getMessage() for r in caplog.records if "compiling the numba kernels" in r.getMessage()]
     assert notice and "rk4 method" in notice[0] and "once per machine" in notice[0], caplog.text
+
+
+def test_a_long_compile_without_a_bar_says_it_goes_on(monkeypatch, caplog) -> None:
+    """Without a progress bar (a build, an FMU's log) a compile logs a line every STILL_EVERY
+    seconds with the time so far, so that minutes of compiling do not look like a hang (four
+    silent minutes in a new user's trial, stop 52); none once the work is done."""
+    monkeypatch.setattr(compiling, "NOTICE_AFTER", 0.0)
+    monkeypatch.setattr(compiling, "STILL_EVERY", 0.05)
+    monkeypatch.setattr(compiling, "remember", lambda kind, seconds: None)   # no record of a test kind
+    with caplog.at_level(logging.WARNING, logger="flexmbs"):
+        with compiling.Compiling("test kind", "a test's kernels", first=1.0):
+            time.sleep(0.5)
+        lines = len(caplog.records)
+        time.sleep(0.2)
+    still = [r.getMessage() for r in caplog.records if r.getMessage().startswith("still compiling")]
+    assert 3 <= len(still) <= 11 and "a test's kernels" in still[0] and "s so far" in still[0], caplog.text
+    assert len(caplog.records) == lines
 
 
 def test_a_process_prepares_each_kind_of_run_once(monkeypatch) -> None:

@@ -2,7 +2,7 @@
 NOTICE_AFTER seconds takes a minute or more when it compiles them. Once the work has lasted
 NOTICE_AFTER seconds (and, for work given a `started` check, once that says a compile has
 begun), a line on the `flexmbs` logger says what is compiling and about how long it takes (with
-`progress`, a bar counts the seconds), and the time is recorded per kind of work, in the cache
+`progress`, a bar counts the seconds; without, a line every STILL_EVERY seconds), and the time is recorded per kind of work, in the cache
 folder of this process's CPU target, as the next estimate. Used around a run's preparation
 (warmup.prepare) and around the run that compiles the kernels an FMU carries
 (fmi/kernels.carry_kernels, with `started`: that run's startup alone takes seconds).
@@ -21,6 +21,7 @@ from typing import Callable
 from ._cache import cpu_target, numba_cache_folder, private_folder
 
 NOTICE_AFTER = 2.0   # [s] preparing longer than this is compiling (loading cached kernels takes less)
+STILL_EVERY = 30.0   # [s] without a bar, a line this often says the compile goes on (not a hang)
 # [s] a first compile of one run's kernels (one route, one method) from an empty cache, wall
 # time on the two-core development machine (benchmarks/first_start.py, simulate case): the
 # estimate said until this machine has its own
@@ -86,7 +87,10 @@ class Compiling:
             f"about {self.first:.0f} s on two free cores, longer on a busy machine"
         _LOG.warning("compiling the numba kernels of %s (once per machine and flexmbs version; %s)", self.what, about)
         if not self.progress:
-            self._done.wait()
+            start = time.perf_counter() - NOTICE_AFTER
+            while not self._done.wait(STILL_EVERY):
+                _LOG.warning("still compiling the numba kernels of %s: %.0f s so far%s", self.what,
+                             time.perf_counter() - start, f" of about {last:.0f} s" if last else "")
             return
         from tqdm import tqdm
 
