@@ -254,6 +254,21 @@ def test_a_value_in_other_units_is_warned_of_with_file_and_line(tmp_path: Path, 
     assert [str(w.message) for w in again if issubclass(w.category, PlausibilityWarning)] == notes
 
 
+def test_an_error_a_value_in_other_units_caused_shows_that_value_too(tmp_path: Path) -> None:
+    """E given in MPa in a model whose FMU parameter link2_E has an SI range: the range error
+    is the model's one issue, and the modulus that caused it follows as a note with its own
+    line and the unit to give (it was shown only once the range was removed, a new user's
+    trial, stop 52)."""
+    path = huang_with(tmp_path, ("E: 0.69e11", "E: 6.9e4"))
+    with pytest.raises(ModelError) as refused:
+        load_model(path)
+    err = refused.value
+    assert len(err.issues) == 1 and "link2_E" in str(err.issues[0]), str(err)
+    assert len(err.notes) == 1 and err.notes[0].path == "bodies[1] 'link2'.material.E", str(err)
+    assert re.search(rf"^note: {re.escape(str(path))}:\d+: bodies\[1\] 'link2'.material.E: .*MPa or GPa, give it in Pa",
+                     str(err), re.M), str(err)
+
+
 # ---------------------------------------------------------------- API arguments
 
 @pytest.fixture(scope="module")

@@ -36,11 +36,14 @@ class Issue:
 
 
 class ModelError(ValueError):
-    """A model is invalid; `issues` lists every problem found, `str()` shows one per line."""
+    """A model is invalid; `issues` lists every problem found, `str()` shows one per line, then
+    the `notes`: values that are valid but implausible (Report.note), which may be the cause of
+    an issue (E given in MPa, then out of an FMU parameter's range)."""
 
-    def __init__(self, issues: Iterable[Issue]) -> None:
-        self.issues = list(issues)
-        super().__init__("\n".join(str(issue) for issue in self.issues))
+    def __init__(self, issues: Iterable[Issue], notes: Iterable[Issue] = ()) -> None:
+        self.issues, self.notes = list(issues), list(notes)
+        super().__init__("\n".join([str(issue) for issue in self.issues]
+                                   + [f"note: {note}" for note in self.notes]))
 
 
 def unknown(subject: str, value: object, choices: Iterable[str], label: str) -> str:
@@ -141,4 +144,5 @@ class Report:
         issues = [Issue(format_path(names, loc), message, self.file, line or self.line(at))
                   for loc, message, at, line in self._found]
         if issues:
-            raise ModelError(sorted(issues, key=lambda issue: issue.line or 0))
+            notes = [Issue(format_path(names, loc), message, self.file, self.line(loc)) for loc, message in self._notes]
+            raise ModelError(sorted(issues, key=lambda issue: issue.line or 0), notes)
