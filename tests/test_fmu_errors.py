@@ -12,6 +12,11 @@ from fmpy.fmi1 import FMICallException
 from fmpy.fmi2 import fmi2Discard, fmi2Error, fmi2LastSuccessfulTime
 from fmu_tools import Slave
 
+import flexmbs
+from flexmbs import load_model
+from flexmbs.model.paths import set_value
+from flexmbs.validity import LargeDeflectionWarning
+
 NAMES = ["shoulder.q", "elbow.q", "elbow.qd", "link2.eta[1]"]
 
 
@@ -106,6 +111,26 @@ def test_a_refused_step_leaves_the_plant_bit_for_bit_as_it_was(fmu_path, method)
     _discarded(s, 0.05, 0.01)
     assert _state_data(s) == before
     s.close()
+def test_a_body_deformed_beyond_one_frame_is_a_warning_in_the_fmu_log(fmu_path, capsys) -> None:
+    """Huang's arm with link 2 at E = 2 GPa (35 times softer) sags beyond 0.1 rad: its FMU logs
+    one warning naming the body and the segments to split it into, as simulate warns of the
+    same run (validity.py); the stiff link's run logs none. An FMU run (and so a sweep's) said
+    nothing (a new user's trial, stop 52)."""
+    notices = {}
+    for E in (0.69e11, 2e9):
+        s = Slave(fmu_path("huang_two_link"))
+        s.start({"link2_E": E})
+        s.run(0.0, 0.5, 1e-3, ["elbow.q"])
+        s.close()
+        notices[E] = [line for line in capsys.readouterr().out.splitlines() if "one floating frame's range" in line]
+    assert notices[0.69e11] == []
+    assert len(notices[2e9]) == 1 and "body 'link2'" in notices[2e9][0] and "segments:" in notices[2e9][0], notices
+    model = load_model("huang_two_link")
+    set_value(model, "bodies.link2.material.E", 2e9)
+    with pytest.warns(LargeDeflectionWarning, match="body 'link2' deforms beyond one floating frame's range"):
+        flexmbs.simulate(model, 0.5)
+
+
 def test_parameter_out_of_range_is_refused_and_the_old_value_kept(fmu_path, capsys) -> None:
     s = Slave(fmu_path("huang_two_link"))
     s.start({"payload": -1.0, "solver.method": "euler"})

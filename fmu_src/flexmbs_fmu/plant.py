@@ -42,6 +42,7 @@ from flexmbs.simulate import settings_of, step_rate
 from flexmbs.solvers.common import OK, f_eval
 from flexmbs.solvers.stepper import SolverError, Stepper
 from flexmbs.system import System
+from flexmbs.validity import ROTATION_LIMIT, deflection_message, largest_deflections
 from flexmbs.warmup import prepare
 
 from pythonfmu.enums import Fmi2Status
@@ -61,6 +62,7 @@ NONLINEAR_INPUTS = (".q_ref", ".qd_ref")
 # time step [s] of the central difference along the motion for output rates that are not
 # components of dx/dt
 RATE_DELTA = 1e-6
+WATCH_EVERY = 0.05   # [s] of simulated time between checks of the flexible bodies' deformation
 
 
 class Rollback:
@@ -134,6 +136,8 @@ class Plant:
         self.t = 0.0
         self.stale = True     # parameters changed since configure(), which runs on first need
         self.initialized = False
+        self.deflected: set[str] = set()    # bodies whose deformation has had its notice
+        self.notices: list[str] = []        # warnings for the FMI log (PlantSlave.step takes them)
 
     # ------------------------------------------------------------------ configuration
 
@@ -198,6 +202,7 @@ class Plant:
         self.rollback = Rollback(self.stepper)
         self.udot = np.zeros(self.system.nv)
         self.fresh = False
+        self.watch_at = 0.0          # [s] the next check of the flexible bodies' deformation
 
     def initialize(self, start_time: float) -> None:
         """End of FMI initialisation: apply the parameters, start at `start_time` [s], and compile
@@ -302,6 +307,18 @@ class Plant:
             self.rates[:] = 0.0
             self.ramped = False
         self.fresh = False
+        if self.t >= self.watch_at and self.system.body_eta:
+            self._watch_deflections()
+
+    def _watch_deflections(self) -> None:
+        """Every WATCH_EVERY of simulated time, as simulate checks its samples (validity.py): a
+        notice, once per body and instance, for a flexible body deformed beyond one floating
+        frame's range (31 us a check on Huang's arm: 0.6 us a 1 ms step)."""
+        self.watch_at = self.t + WATCH_EVERY
+        for f in largest_deflections(self.system, np.array([self.t]), self.x[None, :]):
+            if f.value > ROTATION_LIMIT and f.body not in self.deflected:
+                self.deflected.add(f.body)
+                self.notices.append(deflection_message(self.system, f))
 
     def _advance(self, t: float, h: float) -> None:
         """Integrate x from t to t + h [s]: the inputs held, or with rates in pieces, each with
@@ -460,6 +477,12 @@ class PlantSlave(GuardedSlave):
                 self.add_variable(v, self._param_getter(v.name), self._param_setter(v.name))
             else:
                 self.add_variable(v, self._output_getter(v.slot), None)
+
+    def step(self, t: float, h: float) -> bool:
+        taken = super().step(t, h)
+        while self.plant.notices:
+            self.report(self.plant.notices.pop(0), Fmi2Status.warning)
+        return taken
 
     def fmi_fast_path(self) -> tuple:
         plant = self.plant

@@ -83,17 +83,21 @@ def warn_large_deflections(system: System, t: np.ndarray, X: np.ndarray) -> list
     found = largest_deflections(system, t, X)
     for f in found:
         if f.value > ROTATION_LIMIT:
-            model = system.model
-            beam = next((b for b in model.bodies if b.name == f.body), None)
-            k = int(np.ceil(f.value / ROTATION_LIMIT))
-            hint = (f"split it with `segments: {k}` or more (each segment its own frame)"
-                    if beam is not None and beam.type == "beam" else "model it as several bodies")
-            warnings.warn(f"model {model.name}: body {f.body!r} deforms beyond one floating frame's range: "
-                          f"largest {f.measure} {f.value:.3g} at t = {f.t:.4g} s (node at "
-                          f"{np.round(f.where, 6).tolist()} m in the body frame), above {ROTATION_LIMIT} "
-                          f"where the second-order deformation model's neglected terms reach ~1 %; {hint}",
-                          LargeDeflectionWarning, stacklevel=3)
+            warnings.warn(deflection_message(system, f), LargeDeflectionWarning, stacklevel=3)
     return found
+
+
+def deflection_message(system: System, f: Deflection) -> str:
+    """What a deformation f beyond ROTATION_LIMIT means, and how to model the body instead."""
+    model = system.model
+    beam = next((b for b in model.bodies if b.name == f.body), None)
+    k = int(np.ceil(f.value / ROTATION_LIMIT))
+    hint = (f"split it with `segments: {k}` or more (each segment its own frame)"
+            if beam is not None and beam.type == "beam" else "model it as several bodies")
+    return (f"model {model.name}: body {f.body!r} deforms beyond one floating frame's range: "
+            f"largest {f.measure} {f.value:.3g} at t = {f.t:.4g} s (node at "
+            f"{np.round(f.where, 6).tolist()} m in the body frame), above {ROTATION_LIMIT} "
+            f"where the second-order deformation model's neglected terms reach ~1 %; {hint}")
 
 
 def is_conservative(model: Model) -> bool:
