@@ -217,6 +217,8 @@ def test_block_errors_are_refusals_with_messages(slave, caplog) -> None:
     fresh = slave("dc_motor", {"R": 0.0, "efficiency": 1.5})          # out of range before initialisation
     assert "parameter R = 0.0 [ohm] is below its minimum 1e-09; it takes a value in [1e-09, inf]" in caplog.text
     assert "parameter efficiency = 1.5 [1] is above its maximum 1.0; it takes a value in [0.001, 1.0]" in caplog.text
+    slave("dc_motor", {"R": math.inf})
+    assert "parameter R = inf [ohm] is not finite; it takes a value in [1e-09, inf]" in caplog.text
     assert list(fresh.get(["J_reflected"])) == [50.0 ** 2 * 1e-5]            # the defaults were kept
 
     c = slave("pid_controller", {"u_min": 5.0, "u_max": -5.0})

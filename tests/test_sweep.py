@@ -106,6 +106,16 @@ def test_diverging_run_is_a_row_with_its_error(study, engine, tmp_path) -> None:
     assert all(math.isnan(v) for v in df.loc[1, study.columns()])
 
 
+def test_a_run_that_ends_ok_keeps_what_its_fmus_warned_of(study) -> None:
+    """Link 2 at E = 10 GPa (7 times softer) bends beyond one floating frame's range in the
+    0.3 s run: the row is ok and its message carries the plant's warning, naming the body (the
+    row's message was empty, a new user's trial, stop 52); the nominal arm's row has none."""
+    soft = evaluate(study, study.digest(), {"arm.link2_E": 1e10}, fresh=True)
+    assert soft["status"] == "ok" and "body 'link2' deforms beyond one floating frame's range" in soft["message"], soft
+    nominal = evaluate(study, study.digest(), {}, fresh=True)
+    assert nominal["status"] == "ok" and nominal["message"] == "", nominal
+
+
 def test_interrupted_sweep_keeps_rows_and_resume_skips_them(study, engine, tmp_path) -> None:
     sets = gain_sets(5)
     seen = []

@@ -160,7 +160,7 @@ def _loaded_digest(packages: tuple, files: tuple):
         if type(finder).__name__ == "VerifiedSources" and getattr(finder, "packages", None) == packages:
             try:
                 return _digest({name: finder.sources[name] for name in files})
-            except KeyError:
+            except (KeyError, AttributeError, TypeError):
                 return None
     roots = {}
     for p in packages:

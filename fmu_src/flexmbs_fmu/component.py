@@ -132,9 +132,8 @@ class Component:
             self.flags[1] = len(self.input_error)
             self.u[self.input_names.index(name)] = value
             self.flags[0] = 0
-        elif out_of_range(value, v.min, v.max):
-            raise ValueError(f"parameter {name} = {value!r} [{v.unit}] {out_of_range(value, v.min, v.max)}; "
-                             f"kept {self.values[name]!r}")
+        elif (why := out_of_range(value, v.min, v.max)) is not None:
+            raise ValueError(f"parameter {name} = {value!r} [{v.unit}] {why}; kept {self.values[name]!r}")
         old, self.values[name] = self.values[name], value
         if self.initialized and v.causality == "parameter":
             try:   # a tunable parameter must still fit with the others

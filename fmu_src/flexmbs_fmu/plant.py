@@ -202,7 +202,8 @@ class Plant:
         self.rollback = Rollback(self.stepper)
         self.udot = np.zeros(self.system.nv)
         self.fresh = False
-        self.watch_at = 0.0          # [s] the next check of the flexible bodies' deformation
+        # [s] the next check of the flexible bodies' deformation (none without one)
+        self.watch_at = 0.0 if self.system.body_eta else math.inf
 
     def initialize(self, start_time: float) -> None:
         """End of FMI initialisation: apply the parameters, start at `start_time` [s], and compile
@@ -307,7 +308,7 @@ class Plant:
             self.rates[:] = 0.0
             self.ramped = False
         self.fresh = False
-        if self.t >= self.watch_at and self.system.body_eta:
+        if self.t >= self.watch_at:
             self._watch_deflections()
 
     def _watch_deflections(self) -> None:
@@ -318,7 +319,7 @@ class Plant:
         for f in largest_deflections(self.system, np.array([self.t]), self.x[None, :]):
             if f.value > ROTATION_LIMIT and f.body not in self.deflected:
                 self.deflected.add(f.body)
-                self.notices.append(deflection_message(self.system, f))
+                self.notices.append(deflection_message(self.system, f, first=True))
 
     def _advance(self, t: float, h: float) -> None:
         """Integrate x from t to t + h [s]: the inputs held, or with rates in pieces, each with
@@ -450,6 +451,7 @@ class Plant:
         self.rates[:] = 0.0
         self.ramped = False
         self.fresh = False
+        self.watch_at = self.t if self.system.body_eta else math.inf   # back in time: watch from here
 
 
 class PlantSlave(GuardedSlave):
@@ -479,9 +481,12 @@ class PlantSlave(GuardedSlave):
                 self.add_variable(v, self._output_getter(v.slot), None)
 
     def step(self, t: float, h: float) -> bool:
+        """GuardedSlave.step, then the plant's notices of the step as FMI warnings."""
         taken = super().step(t, h)
-        while self.plant.notices:
-            self.report(self.plant.notices.pop(0), Fmi2Status.warning)
+        if self.plant.notices:
+            for text in self.plant.notices:
+                self.report(text, Fmi2Status.warning)
+            self.plant.notices.clear()
         return taken
 
     def fmi_fast_path(self) -> tuple:

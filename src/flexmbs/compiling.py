@@ -87,10 +87,9 @@ class Compiling:
             f"about {self.first:.0f} s on two free cores, longer on a busy machine"
         _LOG.warning("compiling the numba kernels of %s (once per machine and flexmbs version; %s)", self.what, about)
         if not self.progress:
-            start = time.perf_counter() - NOTICE_AFTER
             while not self._done.wait(STILL_EVERY):
                 _LOG.warning("still compiling the numba kernels of %s: %.0f s so far%s", self.what,
-                             time.perf_counter() - start, f" of about {last:.0f} s" if last else "")
+                             time.perf_counter() - self._start, f" of about {last:.0f} s" if last else "")
             return
         from tqdm import tqdm
 

@@ -87,15 +87,17 @@ def warn_large_deflections(system: System, t: np.ndarray, X: np.ndarray) -> list
     return found
 
 
-def deflection_message(system: System, f: Deflection) -> str:
-    """What a deformation f beyond ROTATION_LIMIT means, and how to model the body instead."""
+def deflection_message(system: System, f: Deflection, first: bool = False) -> str:
+    """What a deformation f beyond ROTATION_LIMIT means, and how to model the body instead: f
+    the run's largest, or with `first` the first seen past the limit (a running FMU's, which
+    may bend further: then the segments it names are a least number)."""
     model = system.model
     beam = next((b for b in model.bodies if b.name == f.body), None)
     k = int(np.ceil(f.value / ROTATION_LIMIT))
     hint = (f"split it with `segments: {k}` or more (each segment its own frame)"
             if beam is not None and beam.type == "beam" else "model it as several bodies")
     return (f"model {model.name}: body {f.body!r} deforms beyond one floating frame's range: "
-            f"largest {f.measure} {f.value:.3g} at t = {f.t:.4g} s (node at "
+            f"{'first past it' if first else 'largest'} {f.measure} {f.value:.3g} at t = {f.t:.4g} s (node at "
             f"{np.round(f.where, 6).tolist()} m in the body frame), above {ROTATION_LIMIT} "
             f"where the second-order deformation model's neglected terms reach ~1 %; {hint}")
 

@@ -132,11 +132,14 @@ class Report:
         already warned of for the same model: at its load, before its compile checks it again),
         which it joins; `names` as for raise_if_any. For a valid model: an invalid one's errors
         come first."""
-        for loc, message in self._notes:
-            issue = Issue(format_path(names, loc), message, self.file, self.line(loc))
-            if (issue.path, message) not in shown:
-                shown.add((issue.path, message))
+        for issue in self._note_issues(names):
+            if (issue.path, issue.message) not in shown:
+                shown.add((issue.path, issue.message))
                 warnings.warn(str(issue), PlausibilityWarning, stacklevel=4)
+
+    def _note_issues(self, names: Any) -> list[Issue]:
+        """The notes as Issues with their paths and lines."""
+        return [Issue(format_path(names, loc), message, self.file, self.line(loc)) for loc, message in self._notes]
 
     def raise_if_any(self, names: Any) -> None:
         """Raise ModelError with all issues, sorted by line; `names` is the model (or its
@@ -144,5 +147,4 @@ class Report:
         issues = [Issue(format_path(names, loc), message, self.file, line or self.line(at))
                   for loc, message, at, line in self._found]
         if issues:
-            notes = [Issue(format_path(names, loc), message, self.file, self.line(loc)) for loc, message in self._notes]
-            raise ModelError(sorted(issues, key=lambda issue: issue.line or 0), notes)
+            raise ModelError(sorted(issues, key=lambda issue: issue.line or 0), self._note_issues(names))

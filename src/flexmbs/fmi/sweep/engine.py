@@ -201,16 +201,21 @@ def _one_line(err: BaseException) -> str:
 
 
 class _FMULog(logging.Handler):
-    """The warnings and errors our FMUs log through Python logging (logger `flexmbs.fmu.<instance>`)
-    while attached: the reason behind a refused step, for the row's message."""
+    """The warnings and errors our FMUs log through Python logging while attached, for the
+    row's message: `messages` all of them (the reason behind a refused step), `instances`
+    those of the instances (logger `flexmbs.fmu.<instance>`: a body deformed beyond one frame, a
+    parameter value refused) apart from the FMU modules' own (`flexmbs.fmu`: kernels compiled)."""
 
     def __init__(self) -> None:
         super().__init__(logging.WARNING)
         self.messages: list[str] = []
+        self.instances: list[str] = []
         self.logger = logging.getLogger("flexmbs.fmu")
 
     def emit(self, record: logging.LogRecord) -> None:
         self.messages.append(f"{record.name.rpartition('.')[2]}: {record.getMessage()}")
+        if record.name != self.logger.name:
+            self.instances.append(self.messages[-1])
 
     def __enter__(self) -> _FMULog:
         self.logger.addHandler(self)
@@ -251,6 +256,8 @@ def evaluate(study: Study, digest: str, params: Mapping[str, float], fresh: bool
         message = " | ".join([message, *(_one_line(RuntimeError(m)) for m in log.messages[-3:])])
         if not fresh:
             _drop(digest)
+    else:   # a run that ended ok may still have been warned of
+        message = " | ".join(_one_line(RuntimeError(m)) for m in log.instances[-3:])
     if fresh and master is not None:
         master.free()
     row.update(status=status, message=message, wall_s=time.perf_counter() - start)
