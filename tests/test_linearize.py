@@ -103,6 +103,27 @@ def test_double_pendulum_small_oscillations():
         assert res.shapes[:, k] == pytest.approx(ref, abs=1e-6)
 
 
+def test_a_sensor_pose_is_an_output_with_the_kinematic_jacobian():
+    """The double pendulum's tip sensor (two 1 m links, hinges along z) at q = (0.3, 0.5) rad,
+    moving at u = (0.2, -0.4) rad/s: its position r = L (cos q1 + cos q12, sin q1 + sin q12, 0)
+    and velocity v = dr/dq u give C = [dr/dq, 0] and [dv/dq, dr/dq], written out here, and
+    y0 = r, v (the sensor's outputs were refused as unknown, a new user's trial, stop 52)."""
+    q1, q2, u1, u2 = 0.3, 0.5, 0.2, -0.4
+    q12 = q1 + q2
+    x = np.array([q1, q2, u1, u2])
+    lin = linearize("double_pendulum", x=x, outputs=["tip.r[1]", "tip.r[2]", "tip.v[1]", "tip.v[2]"])
+    assert lin.state_names == ["shoulder.q", "elbow.q", "shoulder.qd", "elbow.qd"]
+    Jr = np.array([[-np.sin(q1) - np.sin(q12), -np.sin(q12)], [np.cos(q1) + np.cos(q12), np.cos(q12)]])
+    w1, w12 = u1, u1 + u2       # v = Jr u; its derivative along q at fixed u:
+    dv = np.array([[-np.cos(q1) * w1 - np.cos(q12) * w12, -np.cos(q12) * w12],
+                   [-np.sin(q1) * w1 - np.sin(q12) * w12, -np.sin(q12) * w12]])
+    C = np.block([[Jr, np.zeros((2, 2))], [dv, Jr]])
+    np.testing.assert_allclose(lin.C, C, atol=1e-7)
+    np.testing.assert_allclose(lin.D, 0.0, atol=1e-9)
+    r = [np.cos(q1) + np.cos(q12), np.sin(q1) + np.sin(q12)]
+    np.testing.assert_allclose(lin.y0, np.r_[r, Jr @ [u1, u2]], atol=1e-12)
+
+
 def test_spherical_pendulum_quaternion_coordinates():
     """Minimal rotation-vector coordinates of a quaternion joint: two pendulum modes and the free
     rotation about the vertical (zero frequency)."""

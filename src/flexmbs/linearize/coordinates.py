@@ -38,7 +38,7 @@ from ..gauges import gauges
 from ..kernels.drives import MOTION
 from ..model import JOINTS
 from ..names import lookup
-from ..signals import tip_marker
+from ..signals import pose_slots, sensor_start, signal_table, tip_marker
 from ..so3 import quat_from_rotvec, quat_mul, right_jacobian_inv, rotvec_from_quat
 from ..system import System, state_scales
 
@@ -116,6 +116,13 @@ class Coordinates:
         for g in gauges(system):
             for (suffix, _, _), row in zip(g.signals, g.rows):
                 self.signals[f"{g.name}.{suffix}"] = ("gauge", g.e0, row)
+        # the sensors' positions, velocities, orientations (R_WM) and angular velocities, from
+        # the kinematics of the full state (signals.Evaluator, dynamics=False)
+        i_sens = sensor_start(system)
+        poses = set(pose_slots(system).tolist())
+        for s in signal_table(system):
+            if s.index >= i_sens and s.index in poses and s.name not in self.signals:
+                self.signals[s.name] = ("pose", s.index)
         self.scalar_q = np.array(scalar_q, dtype=np.int64)
         self.vel_c = np.array(vel_c, dtype=np.int64)
         self.nfull = len(self.position_names)
@@ -232,9 +239,13 @@ class Coordinates:
         zd[npos:] = xd[self.nq + self.vel_c]
         return zd[np.concatenate([self.ind, npos + self.ind])]
 
-    def output(self, name: str, W, xd: np.ndarray, x_ref: np.ndarray) -> float:
+    def output(self, name: str, W, xd: np.ndarray, x_ref: np.ndarray, y: np.ndarray) -> float:
+        """Output `name` at the state in W (xd its rates; y the outputs of signals.Evaluator at
+        it, for the sensors' poses; x_ref the reference state)."""
         spec = self.lookup(name)
         kind = spec[0]
+        if kind == "pose":
+            return float(y[spec[1]])
         if kind == "q":
             return float(W.xq[spec[1]])
         if kind == "u":

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from .. import arguments as args
+from .. import signals
 from ..compile import compile_model
 from ..model import JOINTS
 from ..model.elements import Drive, Model, Profile
@@ -101,6 +102,11 @@ class Evaluator:
             coords.lookup(name)
         self.S_arg, self.W_arg, self.W = kernel_args(system)
         self.xd = np.zeros(system.nq + system.nv)
+        # the sensors' poses come from the signals' kinematics (only when asked for)
+        self.poses = None
+        if any(coords.lookup(name)[0] == "pose" for name in self.outputs):
+            self.poses = signals.Evaluator(system, self.W)
+        self.y = np.zeros((1, signals.output_width(system)))
 
     def __call__(self, dz: np.ndarray, inputs: np.ndarray) -> np.ndarray:
         c = self.coords
@@ -108,7 +114,10 @@ class Evaluator:
         if f_eval(self.S_arg, self.W_arg, self.t, x, inputs, self.xd) != OK:
             raise RuntimeError("the mass matrix is singular or indefinite at the linearization point")
         zd = c.rates(self.W, self.xd, dz)
-        y = np.array([c.output(n, self.W, self.xd, self.x_ref) for n in self.outputs])
+        if self.poses is not None:
+            full = np.concatenate([x, np.zeros(self.system.nq + self.system.nv + self.system.ni - x.size)])
+            self.poses.evaluate(np.array([self.t]), full[None, :], inputs[None, :], self.y, dynamics=False)
+        y = np.array([c.output(n, self.W, self.xd, self.x_ref, self.y[0]) for n in self.outputs])
         return np.concatenate([zd, y])
 
 
