@@ -360,6 +360,19 @@ def test_yaml_rejection(tmp_path: Path, old: str, new: str, path: str, words: li
     assert str(issue) == f"{tmp_path / 'arm.yaml'}:{issue.line}: {path}: {issue.message}"
 
 
+def test_a_misspelt_joint_type_is_checked_as_the_type_it_resembles(tmp_path: Path) -> None:
+    """'revolut' and a non-unit axis on the same joint: both problems at once, the axis checked
+    as a revolute joint's (it was reported only once the type was mended, a new user's trial,
+    stop 52). A type that resembles none stops that joint's checks, as before."""
+    text = edit(edit(ARM, "type: revolute, parent: ground", "type: revolut, parent: ground"),
+                "axis: [0, 0, 1], q0: [1.5]", "axis: [0, 0, 2], q0: [1.5]")
+    err = load_error(tmp_path, text)
+    assert [i.path for i in err.issues] == ["joints[0] 'shoulder'.type", "joints[0] 'shoulder'.axis"], str(err)
+    assert "did you mean 'revolute'" in err.issues[0].message and "norm 2" in err.issues[1].message, str(err)
+    unlike = edit(text, "type: revolut, parent: ground", "type: hinge_joint_xyz, parent: ground")
+    assert [i.path for i in load_error(tmp_path, unlike).issues] == ["joints[0] 'shoulder'.type"]
+
+
 @pytest.mark.parametrize("text, path, words, snippet", [
     (add_body("{name: link1, mass: 1, inertia: [1, 1, 1]}"), "bodies[2] 'link1'.name",
      ["duplicate body name 'link1'", "bodies[0]"], "{name: link1, mass: 1"),

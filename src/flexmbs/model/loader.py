@@ -451,10 +451,9 @@ class _Converter:
         if origin is list and isinstance(value, (list, tuple)):
             return [self.convert(item, args[0], loc + (i,)) for i, item in enumerate(value)]
         if origin is Literal and isinstance(value, str):
-            if value in args:
-                return value
-            self.report.add(loc, unknown(repr(value), value, args, "valid choices"))
-            return _INVALID
+            if value not in args:   # reported here; kept, so that the checks of what it resembles run
+                self.report.add(loc, unknown(repr(value), value, args, "valid choices"))
+            return value
         result = _plain_value(value, _LIST_FORMS.get(hint, hint))
         if result is _INVALID:
             self.report.add(loc, f"expected {_describe(hint)}, got {show(value)}")

@@ -10,10 +10,18 @@ import numpy as np
 from ..elements import GROUND, Body, Drive, Joint, Loops, Motor, Profile, Spring
 from ..errors import Loc, show, unknown
 from ..tables import CUT_TYPES, JOINTS, MOTOR, PROFILES
+from ...names import closest
 from .base import UNIT_TOL, Checks, accepts, num
 
 _DRIVE_FIELDS = {"passive": (), "torque": ("torque",), "motion": ("profile",),
                  "servo": ("profile", "kp", "kd", "motor_inertia"), "motor": ("voltage", "motor")}
+
+
+def _resembled(value: Any, choices: Any) -> str | None:
+    """The one choice a misspelt `value` resembles (names.closest), or None: a joint is then
+    checked as that type, so that its other problems show with the misspelling, not after it."""
+    close = closest(value, choices) if isinstance(value, str) else []
+    return close[0] if close else None
 
 
 class JointChecks(Checks):
@@ -27,9 +35,10 @@ class JointChecks(Checks):
                                         "(make it the parent)")
             elif self.body_ref(loc + (side,), body):
                 self.marker_ref(loc + (side + "_marker",), body, getattr(j, side + "_marker"))
-        if not self.choice(loc + ("type",), j.type, JOINTS):
+        jtype = j.type if self.choice(loc + ("type",), j.type, JOINTS) else _resembled(j.type, JOINTS)
+        if jtype is None:
             return
-        kind = JOINTS[j.type]
+        kind = JOINTS[jtype]
         axes = [self.unit_axis(loc + (name,), getattr(j, name)) for name in kind.axes]
         if len(axes) == 2 and axes[0] is not None and axes[1] is not None:
             dot = float(axes[0] @ axes[1])
@@ -40,7 +49,7 @@ class JointChecks(Checks):
             values = self.vector(loc + (name,), getattr(j, name), None)
             if values is not None and len(values) not in (0, *forms):
                 lengths = " or ".join(f"{n} ({what})" if what else str(n) for n, what in forms.items())
-                self.add(loc + (name,), f"expected length {lengths} for a {j.type} joint, got "
+                self.add(loc + (name,), f"expected length {lengths} for a {jtype} joint, got "
                                         f"length {len(values)}: {show(getattr(j, name))}")
             elif (values is not None and name == "q0" and len(values) in (4, 7)
                   and not np.any(values[-4:])):
@@ -52,13 +61,13 @@ class JointChecks(Checks):
         if kind.quaternion is not None:
             # their rotations are quaternions, not coordinates a spring or rotor could act on
             if j.spring is not None:
-                self.add(loc + ("spring",), f"a {j.type} joint takes no spring; use a spring_damper load "
+                self.add(loc + ("spring",), f"a {jtype} joint takes no spring; use a spring_damper load "
                                             f"between markers, or revolute/universal joints")
             if isinstance(j.rotor_inertia, (int, float)) and j.rotor_inertia != 0:
-                self.add(loc + ("rotor_inertia",), f"a {j.type} joint takes no rotor_inertia; put the "
+                self.add(loc + ("rotor_inertia",), f"a {jtype} joint takes no rotor_inertia; put the "
                                                    f"inertia into the child body")
         if self.instance(loc + ("drive",), j.drive, Drive, "drive"):
-            self.drive(loc + ("drive",), j.drive, j.type)
+            self.drive(loc + ("drive",), j.drive, jtype)
 
     def loops(self, loc: Loc, lp: Loops, joints: list[tuple[int, Joint]]) -> None:
         cuts = self.entries(loc + ("cuts",), lp.cuts, Joint)
