@@ -92,12 +92,12 @@ class JointChecks(Checks):
                 if getattr(cut, key) not in ((), None, 0.0):
                     self.add(at + (key,), f"a cut joint has no coordinates, so no {key}; its motion follows "
                                           "from the tree joints")
-            if cut.drive.type != "passive":
+            if cut.drive.type != "passive" and cut.drive.type in _DRIVE_FIELDS:   # a misspelt one is reported
                 self.add(at + ("drive",), "a cut joint cannot be driven; drive a joint of the tree")
         for k, name in enumerate(lp.independent or ()):
             if name not in tree:
                 self.add(loc + ("independent", k), unknown(f"joint {name!r}", name, tree, "joints of the tree"))
-            elif JOINTS.get(tree[name].type) is None or not JOINTS[tree[name].type].plain:
+            elif tree[name].type in JOINTS and not JOINTS[tree[name].type].plain:   # a misspelt one is reported
                 self.add(loc + ("independent", k), f"joint {name!r} ({tree[name].type}) has no plain coordinates "
                                                    "to hold; choose a revolute, prismatic, cylindrical, universal "
                                                    "or planar joint")

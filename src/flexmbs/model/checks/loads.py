@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..elements import Load, Material, Section, Sensor
+from ..elements import Body, Load, Material, Section, Sensor
 from ..errors import Loc, show
 from .base import accepts, choices, num
 from .materials import MaterialChecks
@@ -57,6 +57,8 @@ class LoadChecks(MaterialChecks):
         if not self.body_ref(loc + ("body",), s.body):
             return
         body = next((b for b in self.model.bodies if b.name == s.body), None)
+        if body is not None and body.type not in choices(Body, "type"):
+            return   # a misspelt body type is reported at the body
         if body is None or body.type != "beam":
             what = "the fixed ground" if body is None else f"a {body.type} body"
             self.add(loc + ("body",), f"a {s.type} sensor reads a beam's section; {s.body!r} is {what} "
