@@ -104,6 +104,20 @@ def crank_rocker_modes(n: int) -> np.ndarray:
     return modes(model, n=5).frequencies_hz
 
 
+def test_a_loop_is_closed_about_its_driven_crank_at_the_reference_time() -> None:
+    """The slider-crank (crank 0.1 m driven at 10 rad/s from 0, rod 0.3 m) linearised at
+    t = 0.05 s: the crank at 0.5 rad, the slider at x = r cos(th) + sqrt(l^2 - r^2 sin(th)^2)
+    moving at dx/dt, as its loop closes about that crank angle; its sensor at the same x. The
+    loop was closed about the file's q0 and the crank then set to its profile, leaving the
+    slider at 0.400 m where it is at 0.3839 (review of stop 52)."""
+    r, l, w, th = 0.1, 0.3, 10.0, 0.5
+    root = math.sqrt(l**2 - (r * math.sin(th))**2)
+    x = r * math.cos(th) + root
+    xd = -r * w * math.sin(th) - r**2 * w * math.sin(th) * math.cos(th) / root
+    lin = linearize("slider_crank", t=0.05, outputs=["crank.q", "slide.q", "slide.qd", "slider.r[1]"])
+    np.testing.assert_allclose(lin.y0, [th, x, xd, x], rtol=1e-9, atol=1e-12)
+
+
 def test_crank_rocker_modes_converge_with_the_coupler_modes() -> None:
     """The free crank gives one zero mode; with nested Ritz bases (the coupler's first n FE
     modes, the loop constraints eliminated exactly) every sorted elastic frequency falls

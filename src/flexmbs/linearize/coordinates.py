@@ -168,10 +168,10 @@ class Coordinates:
         self.dep = _pick_dependent(Gf, [[k for k in range(self.nfull) if group[k] == g] for g in range(3)])
         self.ind = np.array([k for k in range(self.nfull) if k not in set(self.dep.tolist())], dtype=np.int64)
         x = np.concatenate([q, u])
-        self._project(x)
+        self.project(x)
         return x
 
-    def _project(self, x: np.ndarray) -> None:
+    def project(self, x: np.ndarray) -> None:
         """x <- x with its dependent positions on g = 0 (Newton on the dependent coordinates to
         round-off, so finite differences of the states see no projection error) and dependent
         velocities on G u = 0; the independent and prescribed coordinates kept."""
@@ -221,7 +221,7 @@ class Coordinates:
             x[qk:qk + 4] = quat_mul(x_ref[qk:qk + 4], quat_from_rotvec(dz[idx]))
         x[self.nq + self.vel_c] += dz[npos:]
         if self.dep.size:
-            self._project(x)
+            self.project(x)
         return x
 
     def rates(self, W, xd: np.ndarray, dz_ind: np.ndarray) -> np.ndarray:

@@ -18,6 +18,7 @@ import numpy as np
 
 from .. import arguments as args
 from .. import signals
+from ..kernels.drives import MOTION
 from ..compile import compile_model
 from ..model import JOINTS
 from ..model.elements import Drive, Model, Profile
@@ -107,10 +108,15 @@ class Evaluator:
         if any(coords.lookup(name)[0] == "pose" for name in self.outputs):
             self.poses = signals.Evaluator(system, self.W)
         self.y = np.zeros((1, signals.output_width(system)))
+        # a loop model's motion-driven coordinates: set from their profiles at (t, inputs) before
+        # the loop is closed, or it would close about other values than the kernel then applies
+        self.prescribed = coords.loops is not None and bool(np.any(system.arrays.drive == MOTION))
 
     def __call__(self, dz: np.ndarray, inputs: np.ndarray) -> np.ndarray:
         c = self.coords
         x = c.state(self.x_ref, dz)
+        if self.prescribed:
+            self._prescribe(x, inputs)
         if f_eval(self.S_arg, self.W_arg, self.t, x, inputs, self.xd) != OK:
             raise RuntimeError("the mass matrix is singular or indefinite at the linearization point")
         zd = c.rates(self.W, self.xd, dz)
@@ -119,6 +125,16 @@ class Evaluator:
             self.poses.evaluate(np.array([self.t]), full[None, :], inputs[None, :], self.y, dynamics=False)
         y = np.array([c.output(n, self.W, self.xd, self.x_ref, self.y[0]) for n in self.outputs])
         return np.concatenate([zd, y])
+
+
+    def _prescribe(self, x: np.ndarray, inputs: np.ndarray) -> None:
+        """x's motion-driven positions and rates set to their profiles at (t, inputs), as the
+        kernel applies them (into W's copies of q and u), and the loop closed again with them."""
+        nq, nv = self.system.nq, self.system.nv
+        f_eval(self.S_arg, self.W_arg, self.t, x, inputs, self.xd)
+        x[:nq] = self.W.xq
+        x[nq:nq + nv] = self.W.xu
+        self.coords.project(x)
 
 
 def jacobian(f, n_out: int, z0: np.ndarray, steps: np.ndarray) -> np.ndarray:
