@@ -202,8 +202,7 @@ class Plant:
         self.rollback = Rollback(self.stepper)
         self.udot = np.zeros(self.system.nv)
         self.fresh = False
-        # [s] the next check of the flexible bodies' deformation (none without one)
-        self.watch_at = 0.0 if self.system.body_eta else math.inf
+        self._watch_from(0.0)
 
     def initialize(self, start_time: float) -> None:
         """End of FMI initialisation: apply the parameters, start at `start_time` [s], and compile
@@ -310,6 +309,11 @@ class Plant:
         self.fresh = False
         if self.t >= self.watch_at:
             self._watch_deflections()
+
+    def _watch_from(self, t: float) -> None:
+        """The next check of the flexible bodies' deformation at the first step ending at or after
+        t [s] (watch_at; never without a flexible body)."""
+        self.watch_at = t if self.system.body_eta else math.inf
 
     def _watch_deflections(self) -> None:
         """Every WATCH_EVERY of simulated time, as simulate checks its samples (validity.py): a
@@ -451,7 +455,7 @@ class Plant:
         self.rates[:] = 0.0
         self.ramped = False
         self.fresh = False
-        self.watch_at = self.t if self.system.body_eta else math.inf   # back in time: watch from here
+        self._watch_from(self.t)   # back in time too: the next step checks
 
 
 class PlantSlave(GuardedSlave):

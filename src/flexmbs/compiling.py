@@ -2,8 +2,9 @@
 NOTICE_AFTER seconds takes a minute or more when it compiles them. Once the work has lasted
 NOTICE_AFTER seconds (and, for work given a `started` check, once that says a compile has
 begun), a line on the `flexmbs` logger says what is compiling and about how long it takes (with
-`progress`, a bar counts the seconds; without, a line every STILL_EVERY seconds), and the time is recorded per kind of work, in the cache
-folder of this process's CPU target, as the next estimate. Used around a run's preparation
+`progress`, a bar counts the seconds; without, a line every STILL_EVERY seconds), and the time
+is recorded per kind of work, in the cache folder of this process's CPU target, as the next
+estimate. Used around a run's preparation
 (warmup.prepare) and around the run that compiles the kernels an FMU carries
 (fmi/kernels.carry_kernels, with `started`: that run's startup alone takes seconds).
 """

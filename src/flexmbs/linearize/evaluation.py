@@ -18,8 +18,8 @@ import numpy as np
 
 from .. import arguments as args
 from .. import signals
-from ..kernels.drives import MOTION
 from ..compile import compile_model
+from ..kernels.drives import MOTION
 from ..model import JOINTS
 from ..model.elements import Drive, Model, Profile
 from ..solvers.common import OK, f_eval
@@ -120,12 +120,10 @@ class Evaluator:
         if f_eval(self.S_arg, self.W_arg, self.t, x, inputs, self.xd) != OK:
             raise RuntimeError("the mass matrix is singular or indefinite at the linearization point")
         zd = c.rates(self.W, self.xd, dz)
-        if self.poses is not None:
-            full = np.concatenate([x, np.zeros(self.system.nq + self.system.nv + self.system.ni - x.size)])
-            self.poses.evaluate(np.array([self.t]), full[None, :], inputs[None, :], self.y, dynamics=False)
+        if self.poses is not None:   # (Coordinates refuses models with motor currents: x is [q; u])
+            self.poses.evaluate(np.array([self.t]), x[None, :], inputs[None, :], self.y, dynamics=False)
         y = np.array([c.output(n, self.W, self.xd, self.x_ref, self.y[0]) for n in self.outputs])
         return np.concatenate([zd, y])
-
 
     def _prescribe(self, x: np.ndarray, inputs: np.ndarray) -> None:
         """x's motion-driven positions and rates set to their profiles at (t, inputs), as the

@@ -4,8 +4,8 @@ its exports (scipy, python-control, .npz, .mat) and `linearize`, which computes 
 Outputs are any of those names, `<joint>.qdd[...]`, `<body>.tip_deflection[i]`, the strain-gauge
 and section-force outputs `<sensor>.strain`, `<sensor>.N` ..., a marker sensor's position, velocity,
 orientation and angular velocity `<sensor>.r[i]`, `.v[i]`, `.R[i,j]`, `.w[i]` (world axes; as in
-simulate's Result) and the same names for motion-driven joints; y = y0 + C dx + D du with y0 the value at the reference
-(the `rot[i]` outputs are measured from the reference orientation, so y0 = 0 there).
+simulate's Result) and the same names for motion-driven joints; y = y0 + C dx + D du with y0
+the value at the reference (the `rot[i]` outputs are measured from the reference orientation, so y0 = 0 there).
 """
 
 from __future__ import annotations
